@@ -1,0 +1,29 @@
+// The one place that picks the architecture. Each arch header provides, in
+// namespace vclock::arch:
+//
+//   enum class counter_ordering : std::uint32_t   the ordered-read variants;
+//       `none` must exist (the relaxed read).
+//   struct counter_read { std::uint64_t value; std::uint64_t zero; };
+//       `zero` is 0 but data-dependent on `value`: adding it to an address
+//       makes a later load wait for the counter read (see reader.h).
+//   template <counter_ordering O> counter_read read_counter() noexcept;
+//       O == none: the cheapest read, unordered. Otherwise ordered after
+//       every earlier load, as a load would be.
+//   std::uint64_t read_counter_after_stores() noexcept;
+//       for the writer: after all earlier stores are globally visible.
+//   inline constexpr bool has_counter;  false: the timekeeper stays in
+//       fallback mode (the kernel answers everything).
+//   inline constexpr bool counter_may_lag_cycle_last;  the reader clamps a
+//       counter behind cycle_last instead of treating it as stale.
+//   const char* ordering_name(counter_ordering) noexcept;
+//   void relax() noexcept;  spin-wait hint.
+#ifndef VCLOCK_DETAIL_ARCH_H_
+#define VCLOCK_DETAIL_ARCH_H_
+
+#if defined(__x86_64__)
+#  include "vclock/detail/arch/x86_64.h"
+#else
+#  include "vclock/detail/arch/generic.h"
+#endif
+
+#endif  // VCLOCK_DETAIL_ARCH_H_

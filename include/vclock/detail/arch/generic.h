@@ -1,0 +1,47 @@
+// Any other architecture, until it has its own header: the "counter" is the
+// kernel's CLOCK_MONOTONIC_RAW in nanoseconds, so everything builds and the
+// simulation tests run. The timekeeper keeps such a page in fallback mode
+// (has_counter is false): a system call per read would be slower than the
+// kernel's own vDSO. arm64 will read cntvct_el0 here (isb; mrs; isb).
+#ifndef VCLOCK_DETAIL_ARCH_GENERIC_H_
+#define VCLOCK_DETAIL_ARCH_GENERIC_H_
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace vclock::arch {
+
+enum class counter_ordering : std::uint32_t { none = 0, ordered = 1 };
+
+struct counter_read {
+  std::uint64_t value;
+  std::uint64_t zero;
+};
+
+inline constexpr bool has_counter = false;
+inline constexpr bool counter_may_lag_cycle_last = false;
+inline constexpr const char* counter_name = "monotonic-raw";
+
+template <counter_ordering O>
+inline counter_read read_counter() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return {static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec), 0};
+}
+
+inline std::uint64_t read_counter_after_stores() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return read_counter<counter_ordering::ordered>().value;
+}
+
+inline void relax() noexcept {}
+
+inline const char* ordering_name(counter_ordering o) noexcept {
+  return o == counter_ordering::none ? "relaxed" : "ordered";
+}
+
+}  // namespace vclock::arch
+
+#endif  // VCLOCK_DETAIL_ARCH_GENERIC_H_

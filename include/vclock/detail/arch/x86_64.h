@@ -1,0 +1,73 @@
+// x86-64: the counter is the TSC.
+//
+// RDTSC is not ordered with anything. Intel documents LFENCE;RDTSC as "read
+// after all earlier instructions have completed"; AMD documents
+// MFENCE;RDTSC, and LFENCE;RDTSC where LFENCE is dispatch-serialising (Zen,
+// and older parts where the kernel sets the DE_CFG bit). RDTSCP waits for
+// earlier instructions too. Which one is used is decided once, at load
+// time (src/lib/ordering.cc); nothing here costs a per-call branch.
+#ifndef VCLOCK_DETAIL_ARCH_X86_64_H_
+#define VCLOCK_DETAIL_ARCH_X86_64_H_
+
+#include <cstdint>
+
+namespace vclock::arch {
+
+enum class counter_ordering : std::uint32_t { none = 0, lfence = 1, mfence = 2, rdtscp = 3 };
+
+struct counter_read {
+  std::uint64_t value;
+  std::uint64_t zero;  // 0, data-dependent on value (Lutomirski's trick)
+};
+
+inline constexpr bool has_counter = true;
+// TSCs are synchronised across CPUs, but not to the tick: a reader on
+// another CPU can see a value a few ticks behind the writer's cycle_last.
+inline constexpr bool counter_may_lag_cycle_last = true;
+inline constexpr const char* counter_name = "tsc";
+
+// The second `shl $32` turns rdx into 0, but the CPU cannot know that: an
+// address built from `zero` makes the load wait for RDTSC. The "memory"
+// clobber keeps the compiler from moving earlier page loads past the fence.
+template <counter_ordering O>
+[[gnu::always_inline]] inline counter_read read_counter() noexcept {
+  std::uint64_t lo, hi;
+  if constexpr (O == counter_ordering::none) {
+    asm volatile("rdtsc\n\tshl $32, %%rdx\n\tor %%rdx, %%rax\n\tshl $32, %%rdx"
+                 : "=a"(lo), "=d"(hi)::"cc");
+  } else if constexpr (O == counter_ordering::lfence) {
+    asm volatile("lfence\n\trdtsc\n\tshl $32, %%rdx\n\tor %%rdx, %%rax\n\tshl $32, %%rdx"
+                 : "=a"(lo), "=d"(hi)::"cc", "memory");
+  } else if constexpr (O == counter_ordering::mfence) {
+    asm volatile("mfence\n\trdtsc\n\tshl $32, %%rdx\n\tor %%rdx, %%rax\n\tshl $32, %%rdx"
+                 : "=a"(lo), "=d"(hi)::"cc", "memory");
+  } else {
+    asm volatile("rdtscp\n\tshl $32, %%rdx\n\tor %%rdx, %%rax\n\tshl $32, %%rdx"
+                 : "=a"(lo), "=d"(hi)::"rcx", "cc", "memory");
+  }
+  return {lo, hi};
+}
+
+// For the writer: MFENCE makes its earlier stores (the odd seq) globally
+// visible, LFENCE keeps RDTSC from starting before MFENCE is done.
+inline std::uint64_t read_counter_after_stores() noexcept {
+  std::uint64_t lo, hi;
+  asm volatile("mfence\n\tlfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+  return lo | (hi << 32);
+}
+
+inline void relax() noexcept { asm volatile("pause" ::: "memory"); }
+
+inline const char* ordering_name(counter_ordering o) noexcept {
+  switch (o) {
+    case counter_ordering::none: return "rdtsc";
+    case counter_ordering::lfence: return "lfence;rdtsc";
+    case counter_ordering::mfence: return "mfence;rdtsc";
+    case counter_ordering::rdtscp: return "rdtscp";
+  }
+  return "unknown";
+}
+
+}  // namespace vclock::arch
+
+#endif  // VCLOCK_DETAIL_ARCH_X86_64_H_

@@ -1,0 +1,181 @@
+// The reader: how a time is computed from the page. read_fast() is the hot
+// path, inlined into each entry point; read_careful() is what every unusual
+// case (writer mid-update, counter behind cycle_last, stale page, fallback
+// mode) goes to, out of line. Both take the counter and the kernel as
+// parameters so that tests drive this very code with simulated ones.
+#ifndef VCLOCK_DETAIL_READER_H_
+#define VCLOCK_DETAIL_READER_H_
+
+#include <cstdint>
+
+#include "vclock/detail/seqlock.h"
+#include "vclock/page.h"
+
+namespace vclock::detail {
+
+// The clocks the page serves. Values are not clockid_t: see to_kind().
+enum class clock_kind : unsigned {
+  realtime,
+  monotonic,
+  monotonic_raw,
+  boottime,
+  tai,
+  realtime_coarse,
+  monotonic_coarse,
+};
+
+inline constexpr bool is_coarse(clock_kind k) noexcept {
+  return k == clock_kind::realtime_coarse || k == clock_kind::monotonic_coarse;
+}
+
+inline constexpr std::int64_t ns_per_s = 1000000000;
+
+// The pure arithmetic of the fast path: ns elapsed for `delta` ticks.
+// Exact as long as delta * mult < 2^64, which the writer guarantees for
+// every delta < max_delta (see choose_mult_shift()).
+[[gnu::always_inline]] constexpr std::int64_t delta_to_ns(std::uint64_t delta, std::uint32_t mult,
+                                                          unsigned shift) noexcept {
+  return static_cast<std::int64_t>((delta * mult) >> shift);
+}
+
+// What a clock adds to its base (mono_ns or raw_ns). Loads only the fields
+// clock `K` needs.
+template <clock_kind K>
+[[gnu::always_inline]] inline std::int64_t load_offset(const clock_line& l) noexcept {
+  if constexpr (K == clock_kind::realtime || K == clock_kind::realtime_coarse) {
+    return load(l.realtime_offset_ns);
+  } else if constexpr (K == clock_kind::boottime) {
+    return load(l.boottime_offset_ns);
+  } else if constexpr (K == clock_kind::tai) {
+    return load(l.realtime_offset_ns) + std::int64_t{load(l.tai_offset_s)} * ns_per_s;
+  } else {
+    return 0;
+  }
+}
+
+template <clock_kind K>
+[[gnu::always_inline]] inline std::int64_t load_base(const clock_line& l) noexcept {
+  if constexpr (K == clock_kind::monotonic_raw) {
+    return load(l.raw_ns);
+  } else {
+    return load(l.mono_ns);
+  }
+}
+
+template <clock_kind K>
+[[gnu::always_inline]] inline std::uint32_t load_mult(const clock_line& l) noexcept {
+  if constexpr (K == clock_kind::monotonic_raw) {
+    return load(l.raw_mult);
+  } else {
+    return load(l.mult);
+  }
+}
+
+// The hot path. `counter()` returns arch::counter_read; `careful()` is
+// called (and its result returned) whenever this path cannot answer.
+//
+// Per call: one seq load and test, the fields of one cache line, one
+// counter read, one compare (delta < max_delta covers the clamp, the
+// staleness bound and fallback mode at once), one multiply and shift, one
+// seq re-check. No division, no normalisation, no system call.
+template <clock_kind K, class Counter, class Careful>
+[[gnu::always_inline]] inline std::int64_t read_fast(const page& p, Counter&& counter,
+                                                     Careful&& careful) noexcept {
+  const clock_line& l = p.hot;
+  for (;;) {
+    // Pairs with write_begin()/write_end() in the timekeeper.
+    const std::uint32_t seq = load(l.seq);
+    if (seq & 1u) [[unlikely]] {
+      return careful();  // writer mid-update: answer from the backup line
+    }
+    if constexpr (is_coarse(K)) {
+      const std::uint64_t max_delta = load(l.max_delta);
+      const std::int64_t ns = load(l.mono_ns) + load_offset<K>(l);
+      if (max_delta == 0) [[unlikely]] {
+        return careful();  // not calibrated or fallback mode
+      }
+      if (load_relaxed(l.seq) == seq) [[likely]] {
+        return ns;
+      }
+    } else {
+      const std::uint64_t cycle_last = load(l.cycle_last);
+      const std::uint64_t max_delta = load(l.max_delta);
+      const std::uint32_t mult = load_mult<K>(l);
+      const unsigned shift = load(l.shift);
+      const std::int64_t base = load_base<K>(l) + load_offset<K>(l);
+      const auto now = counter();
+      // `now.zero` is 0 but depends on the counter read: this load cannot
+      // run before the counter is read, so a reader whose counter is past
+      // the writer's switch point always sees the new seq (timekeeper.cc,
+      // "Why the switch point is safe").
+      const std::uint32_t seq_after = load_relaxed((&l.seq)[now.zero]);
+      const std::uint64_t delta = now.value - cycle_last;
+      if (delta >= max_delta) [[unlikely]] {
+        return careful();
+      }
+      const std::int64_t ns = base + delta_to_ns(delta, mult, shift);
+      if (seq_after == seq) [[likely]] {
+        return ns;
+      }
+    }
+  }
+}
+
+// Ticks a counter may lag cycle_last and still be clamped to it rather than
+// treated as broken: TSCs of different CPUs differ by a few ticks; a counter
+// reset (suspend on bare metal) is billions behind.
+inline constexpr std::uint64_t max_lag_ticks = std::uint64_t{1} << 20;
+
+// Everything the fast path does not handle, answered without waiting:
+//  - writer mid-update: read the backup line, frozen at the writer's
+//    switch point (time stands still for the length of the update);
+//  - counter behind cycle_last by a little: clamp to cycle_last;
+//  - page stale (delta >= max_delta) or off (max_delta == 0): ask the
+//    kernel, and return max(kernel, floor) where floor is the largest time
+//    the page can have given, so a monotonic clock never steps back.
+// `kernel()` returns the kernel's time for clock K in ns.
+template <clock_kind K, class Counter, class Kernel>
+inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kernel) noexcept {
+  for (;;) {
+    const std::uint32_t hot_seq = load(p.hot.seq);
+    const bool use_backup = (hot_seq & 1u) != 0;
+    const clock_line& l = use_backup ? p.backup : p.hot;
+    const std::uint32_t seq = use_backup ? load(l.seq) : hot_seq;
+    if (seq & 1u) {
+      continue;  // the writer finishes the backup before it touches hot
+    }
+    const std::uint64_t cycle_last = load(l.cycle_last);
+    const std::uint64_t max_delta = load(l.max_delta);
+    const std::uint32_t mult = load_mult<K>(l);
+    const unsigned shift = load(l.shift);
+    const std::int64_t base = load_base<K>(l) + load_offset<K>(l);
+    const auto now = counter();
+    if (load_relaxed((&l.seq)[now.zero]) != seq) {
+      continue;
+    }
+    if (max_delta == 0) {
+      // Off: base is the floor the writer left.
+      const std::int64_t k = kernel();
+      return k > base ? k : base;
+    }
+    if constexpr (is_coarse(K)) {
+      return base;
+    }
+    std::uint64_t delta = now.value - cycle_last;
+    if (static_cast<std::int64_t>(delta) < 0 && std::uint64_t{0} - delta <= max_lag_ticks) {
+      delta = 0;  // another CPU's counter, a few ticks behind the writer's
+    } else if (delta >= max_delta) {
+      const std::int64_t cap = base + delta_to_ns(max_delta - 1, mult, shift);
+      if (use_backup) {
+        return cap;  // frozen at the writer's switch point
+      }
+      const std::int64_t k = kernel();  // stale page: never extrapolate
+      return k > cap ? k : cap;
+    }
+    return base + delta_to_ns(delta, mult, shift);
+  }
+}
+
+}  // namespace vclock::detail
+
+#endif  // VCLOCK_DETAIL_READER_H_

@@ -1,0 +1,122 @@
+// The vclock data page: the one layout that the writer (the timekeeper) and
+// every reader agree on. It is vclock's vvar: fixed layout, no pointers, so a
+// later daemon can publish it through read-only shared memory.
+#ifndef VCLOCK_PAGE_H_
+#define VCLOCK_PAGE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace vclock {
+
+inline constexpr std::uint64_t page_magic = 0x00004b434f4c4356ULL;  // "VCLOCK" in little-endian bytes
+inline constexpr std::uint32_t page_version = 1;
+
+// Why the page cannot answer from the counter (page::mode_reason).
+enum class fallback_reason : std::uint32_t {
+  none = 0,            // counter mode: the page answers
+  not_started = 1,     // the timekeeper has not published yet
+  calibrating = 2,     // calibration in progress; the kernel answers
+  disabled = 3,        // VCLOCK_DISABLE=1
+  no_invariant_tsc = 4,  // CPUID says the counter rate is not constant
+  kernel_distrusts_counter = 5,  // the kernel's clocksource is not the TSC
+  counter_jumped = 6,     // the counter moved in a way real time cannot
+  counter_rate_wrong = 7,  // the counter rate disagrees with the kernel's
+  unsupported_arch = 8,    // no usable counter on this architecture
+  timekeeper_failed = 9,   // the timekeeper could not start (thread, fd)
+};
+
+// clock_line: everything one fine clock read needs, in one 64-byte line.
+//
+// All fields are written by the timekeeper only, between write_begin() and
+// write_end() on `seq` (detail/seqlock.h); readers load them as relaxed or
+// acquire atomics through std::atomic_ref. Times are nanoseconds, counter
+// values are raw counter ticks.
+//
+//   seq          seqlock sequence; odd while the writer is changing the line.
+//   mult         MONOTONIC ns per tick, as a fixed-point number: ns =
+//                (delta * mult) >> shift.
+//   cycle_last   counter value at which mono_ns and raw_ns were taken.
+//   max_delta    ticks past cycle_last for which these parameters are valid.
+//                delta * mult and delta * raw_mult fit in 64 bits for every
+//                delta < max_delta (the writer proves it: choose_mult_shift).
+//                0 means "do not use": not calibrated, fallback, or frozen.
+//                A reader whose delta is >= max_delta (unsigned; a counter
+//                behind cycle_last wraps to a huge delta) leaves the fast
+//                path, so this one comparison is the clamp, the staleness
+//                bound and the mode check together.
+//   mono_ns      CLOCK_MONOTONIC at cycle_last. Never decreases.
+//   realtime_offset_ns  CLOCK_REALTIME - CLOCK_MONOTONIC (kernel's offs_real).
+//   boottime_offset_ns  CLOCK_BOOTTIME - CLOCK_MONOTONIC; grows on suspend.
+//   raw_ns       CLOCK_MONOTONIC_RAW at cycle_last. Never decreases.
+//   raw_mult     MONOTONIC_RAW ns per tick, same shift.
+//   shift        fixed-point shift for mult and raw_mult (<= 32).
+//   tai_offset_s CLOCK_TAI - CLOCK_REALTIME, whole seconds (the kernel keeps
+//                it as an int; 37 s since 2017).
+struct alignas(64) clock_line {
+  std::uint32_t seq;
+  std::uint32_t mult;
+  std::uint64_t cycle_last;
+  std::uint64_t max_delta;
+  std::int64_t mono_ns;
+  std::int64_t realtime_offset_ns;
+  std::int64_t boottime_offset_ns;
+  std::int64_t raw_ns;
+  std::uint32_t raw_mult;
+  std::uint8_t shift;
+  std::uint8_t reserved;
+  std::int16_t tai_offset_s;
+};
+
+// The page. Line `hot` is all the fast path reads. Line `backup` holds the
+// previous parameters, frozen at the counter value where the writer started
+// the current update: a reader that finds `hot` odd (the writer is inside
+// its update, perhaps preempted) answers from `backup` instead of spinning.
+// The remaining lines are cold: the header a later shared-memory reader
+// validates, and status for `vclock status`.
+//
+// Fallback floor: when the writer stops the counter path it sets
+// hot.max_delta = 0 and leaves in mono_ns / raw_ns the largest time any
+// reader can have been given. A kernel answer is then max(kernel, floor),
+// so leaving the counter never steps a monotonic clock back.
+struct alignas(4096) page {
+  clock_line hot;     // line 0: the fast path
+  clock_line backup;  // line 1: used only while hot.seq is odd
+
+  // Line 2: header and fallback floor. Cold.
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t size;
+  std::uint32_t mode_reason;  // fallback_reason; status only
+  std::uint32_t ordering;     // counter_ordering in use; status only
+  std::uint32_t counter_trusted;  // 1 if the trust checks passed; status only
+  std::uint32_t pad1;
+  std::uint8_t pad2[64 - 32];
+
+  // Line 3: timekeeper status, written with relaxed atomics, read by status.
+  std::uint64_t counter_hz;        // calibrated counter frequency, Hz
+  std::int64_t last_update_mono_ns;  // kernel MONOTONIC at the last publish
+  std::int64_t last_error_mono_ns;   // vclock - kernel MONOTONIC, last sample
+  std::int64_t last_error_raw_ns;    // vclock - kernel MONOTONIC_RAW
+  std::int64_t last_bracket_ns;      // width of the last kernel sample
+  std::uint64_t updates;             // publishes so far
+  std::int64_t freq_ppb;             // MONOTONIC rate vs calibrated counter
+  std::uint64_t reserved3;
+
+  std::uint8_t tail[4096 - 4 * 64];
+};
+
+static_assert(sizeof(clock_line) == 64, "a clock line is one cache line");
+static_assert(offsetof(clock_line, tai_offset_s) + sizeof(std::int16_t) == 64);
+static_assert(offsetof(page, hot) == 0 && offsetof(page, backup) == 64);
+static_assert(offsetof(page, magic) == 128 && offsetof(page, counter_hz) == 192);
+static_assert(sizeof(page) == 4096, "the page is exactly one 4 KiB page");
+static_assert(std::is_standard_layout_v<page> && std::is_trivially_copyable_v<page>);
+static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic_ref<std::uint32_t>::is_always_lock_free);
+
+}  // namespace vclock
+
+#endif  // VCLOCK_PAGE_H_

@@ -1,0 +1,59 @@
+/* vclock: clock_gettime() from the CPU counter, in user space.
+ *
+ * The C API. Every function has the contract of the system call it is
+ * named after; see ../docs/api.md and README.md. All functions are
+ * thread-safe and async-signal-safe, and never block, allocate, take a lock
+ * or make a system call on the fast path. Usable from C99 and C++. */
+#ifndef VCLOCK_VCLOCK_H_
+#define VCLOCK_VCLOCK_H_
+
+#include <stdint.h>
+#include <sys/time.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#  define VCLOCK_NOEXCEPT noexcept
+#else
+#  define VCLOCK_NOEXCEPT
+#endif
+
+#if defined(__GNUC__)
+#  define VCLOCK_API __attribute__((visibility("default")))
+#else
+#  define VCLOCK_API
+#endif
+
+/* clock_gettime(2): 0, or -1 with errno (EINVAL for an unknown clock,
+ * EFAULT is not detected, as in the vDSO). Ordered: a reading taken after
+ * observing another thread's earlier reading is never smaller. REALTIME,
+ * MONOTONIC, MONOTONIC_RAW, BOOTTIME, TAI and the two coarse clocks come from
+ * the page; every other clock id goes to the kernel, errno included. */
+VCLOCK_API int vclock_gettime(clockid_t clock, struct timespec* ts) VCLOCK_NOEXCEPT;
+
+/* The same time as one signed count of nanoseconds; the fastest form (no
+ * division). -1 with errno = EINVAL for an unknown clock; for other
+ * kernel-served clocks, -1 with the kernel's errno. */
+VCLOCK_API int64_t vclock_gettime_ns(clockid_t clock) VCLOCK_NOEXCEPT;
+
+/* As above without the cross-CPU ordering: a bare counter read. A thread
+ * still never sees its own clock go backwards. */
+VCLOCK_API int vclock_gettime_relaxed(clockid_t clock, struct timespec* ts) VCLOCK_NOEXCEPT;
+VCLOCK_API int64_t vclock_gettime_ns_relaxed(clockid_t clock) VCLOCK_NOEXCEPT;
+
+/* clock_getres(2). res may be NULL. */
+VCLOCK_API int vclock_getres(clockid_t clock, struct timespec* res) VCLOCK_NOEXCEPT;
+
+/* gettimeofday(2). tz, if not NULL, is filled with zeros as on Linux. */
+VCLOCK_API int vclock_gettimeofday(struct timeval* tv, void* tz) VCLOCK_NOEXCEPT;
+
+/* time(2). */
+VCLOCK_API time_t vclock_time(time_t* t) VCLOCK_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#undef VCLOCK_NOEXCEPT
+
+#endif /* VCLOCK_VCLOCK_H_ */

@@ -1,0 +1,108 @@
+// vclock's std::chrono clocks. Each meets Cpp17TrivialClock, counts
+// nanoseconds, and has a noexcept now() that costs one vclock_gettime_ns()
+// call: a counter read and a multiply, no system call.
+//
+//   vclock::steady_clock          CLOCK_MONOTONIC (is_steady)
+//   vclock::system_clock          CLOCK_REALTIME, to/from time_t and
+//                                 std::chrono::system_clock::time_point
+//   vclock::boot_clock            CLOCK_BOOTTIME (counts suspend)
+//   vclock::tai_clock             CLOCK_TAI
+//   vclock::raw_clock             CLOCK_MONOTONIC_RAW (no NTP slewing)
+//   vclock::coarse_steady_clock   CLOCK_MONOTONIC_COARSE (no counter read)
+//   vclock::coarse_system_clock   CLOCK_REALTIME_COARSE
+//
+// vclock::relaxed:: holds the same clocks without cross-CPU ordering: a
+// bare counter read. Prefer them when only one thread compares readings.
+#ifndef VCLOCK_VCLOCK_HPP_
+#define VCLOCK_VCLOCK_HPP_
+
+#include <chrono>
+#include <ctime>
+
+#include "vclock/vclock.h"
+
+namespace vclock {
+inline namespace v1 {
+namespace clock_impl {
+
+enum class order { ordered, relaxed };
+
+// One clock: `Id` read with ordering `O`. `Steady` is true for the clocks
+// that never step back.
+template <clockid_t Id, bool Steady, order O>
+struct basic_clock {
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<basic_clock, duration>;
+  static constexpr bool is_steady = Steady;
+
+  static time_point now() noexcept {
+    if constexpr (O == order::ordered) {
+      return time_point(duration(vclock_gettime_ns(Id)));
+    } else {
+      return time_point(duration(vclock_gettime_ns_relaxed(Id)));
+    }
+  }
+};
+
+// REALTIME and REALTIME_COARSE: the same epoch as std::chrono::system_clock.
+template <clockid_t Id, order O>
+struct basic_system_clock : basic_clock<Id, false, O> {
+  using base = basic_clock<Id, false, O>;
+  using typename base::duration;
+  using time_point = std::chrono::time_point<basic_system_clock, duration>;
+
+  static time_point now() noexcept { return time_point(base::now().time_since_epoch()); }
+
+  static std::time_t to_time_t(const time_point& t) noexcept {
+    return static_cast<std::time_t>(
+        std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count());
+  }
+  static time_point from_time_t(std::time_t t) noexcept {
+    return time_point(std::chrono::seconds(t));
+  }
+  static std::chrono::system_clock::time_point to_sys(const time_point& t) noexcept {
+    return std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(t.time_since_epoch()));
+  }
+  static time_point from_sys(const std::chrono::system_clock::time_point& t) noexcept {
+    return time_point(std::chrono::duration_cast<duration>(t.time_since_epoch()));
+  }
+};
+
+template <order O>
+struct clocks {
+  using steady_clock = basic_clock<CLOCK_MONOTONIC, true, O>;
+  using system_clock = basic_system_clock<CLOCK_REALTIME, O>;
+  using boot_clock = basic_clock<CLOCK_BOOTTIME, true, O>;
+  using tai_clock = basic_clock<CLOCK_TAI, false, O>;
+  using raw_clock = basic_clock<CLOCK_MONOTONIC_RAW, true, O>;
+  using coarse_steady_clock = basic_clock<CLOCK_MONOTONIC_COARSE, true, O>;
+  using coarse_system_clock = basic_system_clock<CLOCK_REALTIME_COARSE, O>;
+};
+
+}  // namespace clock_impl
+
+using steady_clock = clock_impl::clocks<clock_impl::order::ordered>::steady_clock;
+using system_clock = clock_impl::clocks<clock_impl::order::ordered>::system_clock;
+using boot_clock = clock_impl::clocks<clock_impl::order::ordered>::boot_clock;
+using tai_clock = clock_impl::clocks<clock_impl::order::ordered>::tai_clock;
+using raw_clock = clock_impl::clocks<clock_impl::order::ordered>::raw_clock;
+using coarse_steady_clock = clock_impl::clocks<clock_impl::order::ordered>::coarse_steady_clock;
+using coarse_system_clock = clock_impl::clocks<clock_impl::order::ordered>::coarse_system_clock;
+
+namespace relaxed {
+using steady_clock = clock_impl::clocks<clock_impl::order::relaxed>::steady_clock;
+using system_clock = clock_impl::clocks<clock_impl::order::relaxed>::system_clock;
+using boot_clock = clock_impl::clocks<clock_impl::order::relaxed>::boot_clock;
+using tai_clock = clock_impl::clocks<clock_impl::order::relaxed>::tai_clock;
+using raw_clock = clock_impl::clocks<clock_impl::order::relaxed>::raw_clock;
+using coarse_steady_clock = clock_impl::clocks<clock_impl::order::relaxed>::coarse_steady_clock;
+using coarse_system_clock = clock_impl::clocks<clock_impl::order::relaxed>::coarse_system_clock;
+}  // namespace relaxed
+
+}  // namespace v1
+}  // namespace vclock
+
+#endif  // VCLOCK_VCLOCK_HPP_

@@ -1,0 +1,225 @@
+// The C entry points (include/vclock/vclock.h).
+//
+// Each ordered entry point exists in one variant per counter ordering
+// (lfence;rdtsc, mfence;rdtsc, rdtscp), and a GNU ifunc resolver binds the
+// symbol to the right one when the library is loaded: the choice costs
+// nothing per call. The reader is inlined into each variant (the seeds'
+// "inline do_hres"); only the careful path is out of line and cold.
+#include <errno.h>
+
+#include <cstdint>
+
+#include "kernel_clock.h"
+#include "ordering.h"
+#include "runtime.h"
+#include "vclock/detail/arch.h"
+#include "vclock/detail/reader.h"
+#include "vclock/vclock.h"
+
+namespace vclock::detail {
+namespace {
+
+using arch::counter_ordering;
+
+constexpr clockid_t kernel_id(clock_kind k) noexcept {
+  switch (k) {
+    case clock_kind::realtime: return CLOCK_REALTIME;
+    case clock_kind::monotonic: return CLOCK_MONOTONIC;
+    case clock_kind::monotonic_raw: return CLOCK_MONOTONIC_RAW;
+    case clock_kind::boottime: return CLOCK_BOOTTIME;
+    case clock_kind::tai: return CLOCK_TAI;
+    case clock_kind::realtime_coarse: return CLOCK_REALTIME_COARSE;
+    case clock_kind::monotonic_coarse: return CLOCK_MONOTONIC_COARSE;
+  }
+  return CLOCK_MONOTONIC;
+}
+
+// The strongest ordering serves the careful path: it is never hot.
+#if defined(__x86_64__)
+constexpr counter_ordering careful_ordering = counter_ordering::mfence;
+#else
+constexpr counter_ordering careful_ordering = counter_ordering::ordered;
+#endif
+
+template <clock_kind K>
+[[gnu::cold, gnu::noinline]] std::int64_t careful_ns() noexcept {
+  ensure_started();
+  return read_careful<K>(
+      the_page, [] { return arch::read_counter<careful_ordering>(); },
+      [] { return kernel::now_ns(kernel_id(K)); });
+}
+
+template <clock_kind K, counter_ordering O>
+[[gnu::always_inline]] inline std::int64_t now_ns() noexcept {
+  return read_fast<K>(
+      the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K>(); });
+}
+
+// The nanosecond count of a page clock. `ns` is never negative: the kernel
+// refuses to set REALTIME before 1970, so the division needs no sign fix-up
+// ("can't ever see nsec < 0"); division by a constant compiles to a multiply.
+[[gnu::always_inline]] inline timespec to_timespec(std::int64_t ns) noexcept {
+  const auto u = static_cast<std::uint64_t>(ns);
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(u / 1'000'000'000u);
+  ts.tv_nsec = static_cast<long>(u % 1'000'000'000u);
+  return ts;
+}
+
+std::int64_t forward_ns(clockid_t clock) noexcept {
+  timespec ts{};
+  const int r = kernel::gettime(clock, &ts);
+  if (r != 0) {
+    errno = -r;
+    return -1;
+  }
+  return ts.tv_sec * std::int64_t{1'000'000'000} + ts.tv_nsec;
+}
+
+int forward(clockid_t clock, timespec* ts) noexcept {
+  const int r = kernel::gettime(clock, ts);
+  if (r != 0) {
+    errno = -r;
+    return -1;
+  }
+  return 0;
+}
+
+// MONOTONIC and REALTIME are tested first: they are what callers use.
+template <counter_ordering O>
+std::int64_t gettime_ns(clockid_t clock) noexcept {
+  if (clock == CLOCK_MONOTONIC) [[likely]] return now_ns<clock_kind::monotonic, O>();
+  if (clock == CLOCK_REALTIME) return now_ns<clock_kind::realtime, O>();
+  switch (clock) {
+    case CLOCK_MONOTONIC_RAW: return now_ns<clock_kind::monotonic_raw, O>();
+    case CLOCK_BOOTTIME: return now_ns<clock_kind::boottime, O>();
+    case CLOCK_TAI: return now_ns<clock_kind::tai, O>();
+    case CLOCK_REALTIME_COARSE: return now_ns<clock_kind::realtime_coarse, O>();
+    case CLOCK_MONOTONIC_COARSE: return now_ns<clock_kind::monotonic_coarse, O>();
+    default: return forward_ns(clock);
+  }
+}
+
+template <counter_ordering O>
+int gettime(clockid_t clock, timespec* ts) noexcept {
+  std::int64_t ns;
+  if (clock == CLOCK_MONOTONIC) [[likely]] {
+    ns = now_ns<clock_kind::monotonic, O>();
+  } else if (clock == CLOCK_REALTIME) {
+    ns = now_ns<clock_kind::realtime, O>();
+  } else {
+    switch (clock) {
+      case CLOCK_MONOTONIC_RAW: ns = now_ns<clock_kind::monotonic_raw, O>(); break;
+      case CLOCK_BOOTTIME: ns = now_ns<clock_kind::boottime, O>(); break;
+      case CLOCK_TAI: ns = now_ns<clock_kind::tai, O>(); break;
+      case CLOCK_REALTIME_COARSE: ns = now_ns<clock_kind::realtime_coarse, O>(); break;
+      case CLOCK_MONOTONIC_COARSE: ns = now_ns<clock_kind::monotonic_coarse, O>(); break;
+      default: return forward(clock, ts);
+    }
+  }
+  *ts = to_timespec(ns);
+  return 0;
+}
+
+}  // namespace
+}  // namespace vclock::detail
+
+using vclock::arch::counter_ordering;
+namespace d = vclock::detail;
+
+extern "C" {
+
+using gettime_ns_fn = std::int64_t (*)(clockid_t) noexcept;
+using gettime_fn = int (*)(clockid_t, timespec*) noexcept;
+
+#if defined(__x86_64__)
+__attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_ns_fn
+resolve_gettime_ns() {
+  switch (vclock::chosen_ordering()) {
+    case counter_ordering::mfence: return d::gettime_ns<counter_ordering::mfence>;
+    case counter_ordering::rdtscp: return d::gettime_ns<counter_ordering::rdtscp>;
+    default: return d::gettime_ns<counter_ordering::lfence>;
+  }
+}
+
+__attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_fn
+resolve_gettime() {
+  switch (vclock::chosen_ordering()) {
+    case counter_ordering::mfence: return d::gettime<counter_ordering::mfence>;
+    case counter_ordering::rdtscp: return d::gettime<counter_ordering::rdtscp>;
+    default: return d::gettime<counter_ordering::lfence>;
+  }
+}
+
+VCLOCK_API std::int64_t vclock_gettime_ns(clockid_t clock) noexcept
+    __attribute__((ifunc("resolve_gettime_ns")));
+VCLOCK_API int vclock_gettime(clockid_t clock, timespec* ts) noexcept
+    __attribute__((ifunc("resolve_gettime")));
+#else
+VCLOCK_API std::int64_t vclock_gettime_ns(clockid_t clock) noexcept {
+  return d::gettime_ns<counter_ordering::ordered>(clock);
+}
+VCLOCK_API int vclock_gettime(clockid_t clock, timespec* ts) noexcept {
+  return d::gettime<counter_ordering::ordered>(clock, ts);
+}
+#endif
+
+VCLOCK_API std::int64_t vclock_gettime_ns_relaxed(clockid_t clock) noexcept {
+  return d::gettime_ns<counter_ordering::none>(clock);
+}
+
+VCLOCK_API int vclock_gettime_relaxed(clockid_t clock, timespec* ts) noexcept {
+  return d::gettime<counter_ordering::none>(clock, ts);
+}
+
+VCLOCK_API int vclock_getres(clockid_t clock, timespec* res) noexcept {
+  // The fine clocks have the kernel's 1 ns; the coarse clocks advance once
+  // per timekeeper tick here, and the kernel's coarse clocks once per
+  // jiffy: report the coarser of the two, the honest resolution.
+  const int r = vclock::kernel::getres(clock, res);
+  if (r != 0) {
+    errno = -r;
+    return -1;
+  }
+  if (res != nullptr && (clock == CLOCK_REALTIME_COARSE || clock == CLOCK_MONOTONIC_COARSE)) {
+    if (vclock::timekeeper* tk = d::lock_timekeeper()) {
+      const std::int64_t tick = tk->config().tick_ns;
+      d::unlock_timekeeper();
+      const std::int64_t kernel_res = res->tv_sec * 1'000'000'000 + res->tv_nsec;
+      if (tick > kernel_res) {
+        res->tv_sec = static_cast<time_t>(tick / 1'000'000'000);
+        res->tv_nsec = static_cast<long>(tick % 1'000'000'000);
+      }
+    }
+  }
+  return 0;
+}
+
+VCLOCK_API int vclock_gettimeofday(timeval* tv, void* tz) noexcept {
+  if (tz != nullptr) {
+    // Rare, and the kernel owns the timezone: ask it.
+    const int r = vclock::kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
+    if (r != 0) {
+      errno = -r;
+      return -1;
+    }
+  }
+  if (tv != nullptr) {
+    const auto u = static_cast<std::uint64_t>(vclock_gettime_ns(CLOCK_REALTIME));
+    tv->tv_sec = static_cast<time_t>(u / 1'000'000'000u);
+    tv->tv_usec = static_cast<suseconds_t>((u % 1'000'000'000u) / 1000u);
+  }
+  return 0;
+}
+
+VCLOCK_API time_t vclock_time(time_t* t) noexcept {
+  // time(2) is the kernel's coarse REALTIME seconds; so is this.
+  const auto s = static_cast<time_t>(
+      static_cast<std::uint64_t>(vclock_gettime_ns(CLOCK_REALTIME_COARSE)) / 1'000'000'000u);
+  if (t != nullptr) {
+    *t = s;
+  }
+  return s;
+}
+
+}  // extern "C"

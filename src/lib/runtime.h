@@ -1,0 +1,33 @@
+// The process-wide pieces: the page itself, the timekeeper thread that
+// keeps it fresh, and their life cycle (first use, fork).
+#ifndef VCLOCK_SRC_LIB_RUNTIME_H_
+#define VCLOCK_SRC_LIB_RUNTIME_H_
+
+#include "timekeeper.h"
+#include "vclock/page.h"
+
+namespace vclock::detail {
+
+// The page this process reads. Page-aligned and page-sized, so that a later
+// daemon mode can map shared memory over it (MAP_FIXED, read-only) without
+// changing a single reader instruction. Exported for the benchmark's
+// cold-cache mode.
+extern page the_page;
+
+// Starts the timekeeper thread on first use (and again in a child after
+// fork). Never blocks: if another thread is starting it, returns at once.
+// Not async-signal-safe on the very first call of a process (it creates a
+// thread); after that it is a single atomic load.
+void ensure_started() noexcept;
+
+// The timekeeper under its lock, for status; nullptr (and no lock held) if
+// it was never created. Pair with unlock_timekeeper().
+timekeeper* lock_timekeeper() noexcept;
+void unlock_timekeeper() noexcept;
+
+// Why the counter is or is not trusted, decided at start (trust.cc).
+const char* trust_note() noexcept;
+
+}  // namespace vclock::detail
+
+#endif  // VCLOCK_SRC_LIB_RUNTIME_H_

@@ -1,0 +1,95 @@
+// `vclock status`: what mode the page is in and how close it is to the kernel.
+#include "status.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernel_clock.h"
+#include "ordering.h"
+#include "runtime.h"
+#include "trust.h"
+#include "vclock/detail/seqlock.h"
+#include "vclock/vclock.h"
+
+namespace vclock {
+namespace {
+
+const char* reason_text(fallback_reason r) {
+  switch (r) {
+    case fallback_reason::none: return "";
+    case fallback_reason::not_started: return "not started";
+    case fallback_reason::calibrating: return "calibrating";
+    case fallback_reason::disabled: return "disabled";
+    case fallback_reason::no_invariant_tsc: return "no invariant TSC";
+    case fallback_reason::kernel_distrusts_counter: return "kernel distrusts the counter";
+    case fallback_reason::counter_jumped: return "counter jumped";
+    case fallback_reason::counter_rate_wrong: return "counter rate disagrees with the kernel";
+    case fallback_reason::unsupported_arch: return "unsupported architecture";
+    case fallback_reason::timekeeper_failed: return "timekeeper thread could not start";
+  }
+  return "unknown";
+}
+
+// vclock minus kernel for `clock`: the vclock read between two kernel reads,
+// against their midpoint; the narrowest of 64 brackets.
+std::int64_t offset_now(clockid_t clock) {
+  std::int64_t best_width = INT64_MAX, best = 0;
+  for (int i = 0; i < 64; ++i) {
+    const std::int64_t k1 = kernel::now_ns(clock);
+    const std::int64_t v = vclock_gettime_ns(clock);
+    const std::int64_t k2 = kernel::now_ns(clock);
+    if (k2 - k1 < best_width) {
+      best_width = k2 - k1;
+      best = v - (k1 + (k2 - k1) / 2);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+status_snapshot read_status(int wait_ms) {
+  (void)vclock_gettime_ns(CLOCK_MONOTONIC);  // starts the timekeeper
+  const page& p = detail::the_page;
+  for (int i = 0; i < wait_ms; ++i) {
+    const auto r = static_cast<fallback_reason>(detail::load_relaxed(p.mode_reason));
+    if (r != fallback_reason::calibrating && r != fallback_reason::not_started) break;
+    const timespec ms{0, 1'000'000};
+    nanosleep(&ms, nullptr);
+  }
+  status_snapshot s;
+  const trust_verdict v = decide_trust();
+  s.kernel_clocksource = v.clocksource;
+  s.trust_note = v.note;
+  s.invariant_counter = v.invariant_counter;
+  s.counter = arch::counter_name;
+  s.ordering = arch::ordering_name(chosen_ordering());
+  s.has_vdso = kernel::has_vdso();
+  const auto reason = static_cast<fallback_reason>(detail::load_relaxed(p.mode_reason));
+  s.counter_mode = reason == fallback_reason::none && detail::load(p.hot.max_delta) != 0;
+  s.reason = reason_text(reason);
+  if (timekeeper* tk = detail::lock_timekeeper()) {
+    s.tick_ns = tk->config().tick_ns;
+    s.counter_hz = tk->counter_hz();
+    detail::unlock_timekeeper();
+  }
+  s.error_mono_ns = detail::load_relaxed(p.last_error_mono_ns);
+  s.error_raw_ns = detail::load_relaxed(p.last_error_raw_ns);
+  s.bracket_ns = detail::load_relaxed(p.last_bracket_ns);
+  s.freq_ppb = detail::load_relaxed(p.freq_ppb);
+  s.updates = detail::load_relaxed(p.updates);
+  if (s.updates > 0) {
+    s.update_age_ns =
+        kernel::now_ns(CLOCK_MONOTONIC) - detail::load_relaxed(p.last_update_mono_ns);
+  }
+  s.offset_realtime_ns = offset_now(CLOCK_REALTIME);
+  s.offset_monotonic_ns = offset_now(CLOCK_MONOTONIC);
+  s.offset_raw_ns = offset_now(CLOCK_MONOTONIC_RAW);
+  s.offset_boottime_ns = offset_now(CLOCK_BOOTTIME);
+  s.offset_tai_ns = offset_now(CLOCK_TAI);
+  return s;
+}
+
+}  // namespace vclock

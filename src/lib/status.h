@@ -1,0 +1,43 @@
+// A snapshot of the timekeeper's state for `vclock status` and the bench
+// header. Not part of the public API: the CLI links the library directly.
+#ifndef VCLOCK_SRC_LIB_STATUS_H_
+#define VCLOCK_SRC_LIB_STATUS_H_
+
+#include <cstdint>
+#include <string>
+
+namespace vclock {
+
+struct status_snapshot {
+  bool counter_mode = false;       // the page answers from the counter
+  std::string reason;              // why not (empty in counter mode)
+  std::string counter;             // "tsc"
+  std::string ordering;            // "lfence;rdtsc", ... (the ordered entry points)
+  std::string kernel_clocksource;  // /sys/.../current_clocksource
+  std::string trust_note;          // why the counter is (not) trusted
+  bool invariant_counter = false;  // CPUID invariant TSC
+  bool has_vdso = false;
+  double counter_hz = 0;           // calibrated
+  std::int64_t tick_ns = 0;        // timekeeper period
+  std::int64_t update_age_ns = -1;  // kernel MONOTONIC now - last publish
+  std::int64_t error_mono_ns = 0;  // last measured vclock - kernel MONOTONIC
+  std::int64_t error_raw_ns = 0;   // last measured vclock - kernel MONOTONIC_RAW
+  std::int64_t bracket_ns = 0;     // width of the last kernel sample
+  std::int64_t freq_ppb = 0;       // MONOTONIC rate vs the calibrated counter
+  std::uint64_t updates = 0;
+  // vclock minus kernel, measured now by bracketing (vclock read between two
+  // kernel reads; the offset is to the midpoint). Fine clocks only.
+  std::int64_t offset_realtime_ns = 0;
+  std::int64_t offset_monotonic_ns = 0;
+  std::int64_t offset_raw_ns = 0;
+  std::int64_t offset_boottime_ns = 0;
+  std::int64_t offset_tai_ns = 0;
+};
+
+// Starts the timekeeper if needed, waits up to `wait_ms` for it to leave
+// calibration, and returns a snapshot. Not for the hot path.
+status_snapshot read_status(int wait_ms);
+
+}  // namespace vclock
+
+#endif  // VCLOCK_SRC_LIB_STATUS_H_

@@ -1,0 +1,532 @@
+// The timekeeper: calibration, discipline and publication.
+//
+// How it keeps time
+// -----------------
+// Every tick (4 ms by default) it takes a bracketed sample of the kernel's
+// MONOTONIC and MONOTONIC_RAW: counter, kernel clock, counter, a few times,
+// keeping the narrowest bracket, and taking its midpoint as the counter
+// value at which the kernel was read. With those samples it:
+//
+//  1. checks the counter: the counter's elapsed time since the last sample,
+//     at the calibrated rate, must agree with the kernel's elapsed time
+//     (within jump_ns), and the kernel's rate measured in counter ticks must
+//     stay within max_rate_error of the calibrated rate. Otherwise the page
+//     is turned off (readers ask the kernel, floored so no clock steps back)
+//     and the counter is recalibrated after a back-off.
+//  2. estimates the kernel's rate: a least-squares line through the last
+//     `window` samples, kernel ns against counter ticks. An NTP frequency
+//     change shows as samples leaving the line; the line then restarts from
+//     the newest two samples, so a slew is followed within a tick or two.
+//  3. measures its own error e = vclock(c) - kernel(c) and slews it away:
+//     rate = kernel rate - e / phase_time, the correction bounded by
+//     max_correction. The error is never stepped away; a reader never
+//     observes a rate further than max_correction from the kernel's.
+//  4. publishes new parameters that are continuous: the new base at the new
+//     cycle_last c is exactly what the old parameters give at c.
+//
+// Offsets (REALTIME, BOOTTIME, TAI relative to MONOTONIC) are constants in
+// the kernel between steps. They are measured as k(REALTIME) - midpoint of
+// two MONOTONIC reads around it, and republished only when they move by
+// more than the measurement's width plus 1 us: a step (settimeofday, a leap
+// second, a resume from suspend), which is mirrored as a step.
+//
+// Why the switch point is safe
+// ----------------------------
+// publish() makes hot.seq odd with a full barrier before it reads the
+// counter value c that becomes cycle_last. A reader whose counter read
+// returns more than c read it after the odd seq was visible, and its seq
+// re-check is data-dependent on that counter read, so it sees the change
+// and retries: no reader combines old parameters with a counter past c.
+// Readers that combine new parameters with a counter before c are clamped
+// to c. Since new(c) == old(c), time is continuous and monotonic across
+// the switch. While hot.seq is odd, readers use the backup line, frozen at
+// a counter value read before the switch: time stands still for the length
+// of the update rather than readers spinning on a preempted writer.
+#include "timekeeper.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "mult_shift.h"
+#include "vclock/detail/reader.h"
+#include "vclock/detail/seqlock.h"
+
+namespace vclock {
+namespace {
+
+using detail::store;
+using detail::store_relaxed;
+
+constexpr std::int64_t step_threshold_ns = 1000;
+
+std::int64_t to_ns_from_ticks(double ticks, double ns_per_tick) noexcept {
+  return static_cast<std::int64_t>(std::llround(ticks * ns_per_tick));
+}
+
+void store_line(clock_line& dst, const clock_line& src) noexcept {
+  store(dst.mult, src.mult);
+  store(dst.cycle_last, src.cycle_last);
+  store(dst.max_delta, src.max_delta);
+  store(dst.mono_ns, src.mono_ns);
+  store(dst.realtime_offset_ns, src.realtime_offset_ns);
+  store(dst.boottime_offset_ns, src.boottime_offset_ns);
+  store(dst.raw_ns, src.raw_ns);
+  store(dst.raw_mult, src.raw_mult);
+  store(dst.shift, src.shift);
+  store(dst.tai_offset_s, src.tai_offset_s);
+}
+
+}  // namespace
+
+timekeeper::timekeeper(page& p, time_sources& sources, const timekeeper_config& config) noexcept
+    : page_(p), sources_(sources), config_(config) {}
+
+void timekeeper::start() noexcept {
+  store_relaxed(page_.magic, page_magic);
+  store_relaxed(page_.version, page_version);
+  store_relaxed(page_.size, static_cast<std::uint32_t>(sizeof(page)));
+  published_ = clock_line{};
+  published_.mono_ns = detail::load(page_.hot.mono_ns);  // keep any floor (fork)
+  published_.raw_ns = detail::load(page_.hot.raw_ns);
+  state_ = state::calibrating;
+  have_calib_ = false;
+  reason_ = fallback_reason::calibrating;
+  store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(reason_));
+}
+
+double timekeeper::counter_hz() const noexcept {
+  return mono_.nominal > 0 ? 1e9 / mono_.nominal : 0.0;
+}
+
+// Counter, kernel, counter; the narrowest of config_.sample_tries.
+timekeeper::clock_sample timekeeper::sample(clockid_t clock) noexcept {
+  clock_sample best;
+  std::uint64_t best_width = ~std::uint64_t{0};
+  for (int i = 0; i < config_.sample_tries; ++i) {
+    const std::uint64_t c1 = sources_.read_counter();
+    const std::int64_t k = sources_.read_kernel(clock);
+    const std::uint64_t c2 = sources_.read_counter();
+    if (c2 < c1) {
+      continue;  // counter went back inside the bracket: useless
+    }
+    if (c2 - c1 < best_width) {
+      best_width = c2 - c1;
+      best.c = c1 + (c2 - c1) / 2;
+      best.c_lo = c1;
+      best.k = k;
+    }
+  }
+  const double ns_per_tick = mono_.nominal > 0 ? mono_.nominal : 1.0;
+  best.width_ns = best_width == ~std::uint64_t{0}
+                      ? INT64_MAX
+                      : to_ns_from_ticks(static_cast<double>(best_width), ns_per_tick);
+  return best;
+}
+
+// REALTIME and BOOTTIME each between two MONOTONIC reads; TAI - REALTIME
+// rounded to whole seconds.
+timekeeper::offsets timekeeper::measure_offsets(int tries) noexcept {
+  offsets best;
+  std::int64_t best_real = INT64_MAX;
+  std::int64_t best_boot = INT64_MAX;
+  for (int i = 0; i < tries; ++i) {
+    const std::int64_t m1 = sources_.read_kernel(CLOCK_MONOTONIC);
+    const std::int64_t r = sources_.read_kernel(CLOCK_REALTIME);
+    const std::int64_t m2 = sources_.read_kernel(CLOCK_MONOTONIC);
+    const std::int64_t b = sources_.read_kernel(CLOCK_BOOTTIME);
+    const std::int64_t m3 = sources_.read_kernel(CLOCK_MONOTONIC);
+    if (m2 - m1 < best_real) {
+      best_real = m2 - m1;
+      best.realtime = r - (m1 + (m2 - m1) / 2);
+    }
+    if (m3 - m2 < best_boot) {
+      best_boot = m3 - m2;
+      best.boottime = b - (m2 + (m3 - m2) / 2);
+    }
+  }
+  const std::int64_t t = sources_.read_kernel(CLOCK_TAI);
+  const std::int64_t r = sources_.read_kernel(CLOCK_REALTIME);
+  best.tai_s = static_cast<std::int16_t>(std::llround(static_cast<double>(t - r) / 1e9));
+  best.width_ns = std::max(best_real, best_boot);
+  return best;
+}
+
+void timekeeper::tick() noexcept {
+  if (state_ == state::idle || state_ == state::off) {
+    return;
+  }
+  if (state_ == state::backoff) {
+    if (sources_.read_kernel(CLOCK_MONOTONIC) < backoff_until_) {
+      return;
+    }
+    state_ = state::calibrating;
+    have_calib_ = false;
+  }
+  const clock_sample mono = sample(CLOCK_MONOTONIC);
+  const clock_sample raw = sample(CLOCK_MONOTONIC_RAW);
+  if (state_ == state::calibrating) {
+    calibrate_step(mono, raw);
+  } else {
+    run_step(mono, raw);
+  }
+}
+
+void timekeeper::clock_was_set() noexcept { recheck_offsets_ = true; }
+
+void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept {
+  if (mono.width_ns > config_.max_bracket_ns || raw.width_ns > config_.max_bracket_ns) {
+    return;  // preempted sample: try again next tick
+  }
+  if (!have_calib_) {
+    calib_mono_ = mono;
+    calib_raw_ = raw;
+    have_calib_ = true;
+    return;
+  }
+  const std::int64_t elapsed = mono.k - calib_mono_.k;
+  if (elapsed < config_.calibration_ns) {
+    return;
+  }
+  if (mono.c <= calib_mono_.c || raw.c <= calib_raw_.c || raw.k <= calib_raw_.k) {
+    have_calib_ = false;  // counter or kernel went back: start over
+    return;
+  }
+  mono_ = track{};
+  raw_ = track{};
+  mono_.nominal = static_cast<double>(elapsed) / static_cast<double>(mono.c - calib_mono_.c);
+  raw_.nominal =
+      static_cast<double>(raw.k - calib_raw_.k) / static_cast<double>(raw.c - calib_raw_.c);
+  // Headroom for slews: the used rate stays within max_rate_error +
+  // max_correction of nominal, or the counter is declared broken.
+  const double headroom = 1.0 + 2 * (config_.max_rate_error + config_.max_correction);
+  const double tick_ticks = static_cast<double>(config_.tick_ns) / mono_.nominal;
+  const auto wanted = static_cast<std::uint64_t>(tick_ticks * config_.validity_ticks);
+  const mult_shift ms = choose_mult_shift(std::max(mono_.nominal, raw_.nominal) * headroom, wanted);
+  if (ms.max_delta == 0) {
+    fault(fallback_reason::counter_rate_wrong);
+    return;
+  }
+  published_.shift = static_cast<std::uint8_t>(ms.shift);
+  validity_delta_ = ms.max_delta;
+  restart_line(mono_, mono);
+  restart_line(raw_, raw);
+  offsets_ = measure_offsets(8);
+  recheck_offsets_ = false;
+  min_width_ns_ = std::max(mono.width_ns, raw.width_ns);
+  last_mono_ = mono;
+  last_raw_ = raw;
+  have_last_ = true;
+  state_ = state::running;
+  reason_ = fallback_reason::none;
+  store_relaxed(page_.counter_hz, static_cast<std::uint64_t>(std::llround(counter_hz())));
+  publish(true);
+}
+
+// Kernel elapsed time against counter elapsed time since the last sample.
+bool timekeeper::check_counter(const clock_sample& mono) noexcept {
+  if (!have_last_) {
+    return true;
+  }
+  const auto dc = static_cast<std::int64_t>(mono.c - last_mono_.c);
+  const std::int64_t dk = mono.k - last_mono_.k;
+  if (dc < 0) {
+    fault(fallback_reason::counter_jumped);
+    return false;
+  }
+  const double counter_ns = static_cast<double>(dc) * mono_.nominal * (1.0 + mono_.freq);
+  const double diff = counter_ns - static_cast<double>(dk);
+  if (std::fabs(diff) > static_cast<double>(config_.jump_ns)) {
+    fault(fallback_reason::counter_jumped);
+    return false;
+  }
+  // The rate check needs samples precise enough to see max_rate_error.
+  const double noise = static_cast<double>(mono.width_ns + last_mono_.width_ns);
+  if (dk > 0 && noise < 0.25 * config_.max_rate_error * static_cast<double>(dk)) {
+    const double kernel_rate = static_cast<double>(dk) / (static_cast<double>(dc) * mono_.nominal);
+    if (std::fabs(kernel_rate - 1.0) > config_.max_rate_error) {
+      fault(fallback_reason::counter_rate_wrong);
+      return false;
+    }
+  }
+  return true;
+}
+
+void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noexcept {
+  // Offsets first: a resume from suspend shows as BOOTTIME moving, and is
+  // not a counter fault.
+  bool resync = false;
+  const offsets measured = measure_offsets(recheck_offsets_ ? 5 : 1);
+  const bool stepped_real =
+      std::llabs(measured.realtime - offsets_.realtime) > measured.width_ns + step_threshold_ns;
+  const bool stepped_boot =
+      measured.boottime - offsets_.boottime > measured.width_ns + step_threshold_ns;
+  if (stepped_real || stepped_boot || measured.tai_s != offsets_.tai_s || recheck_offsets_) {
+    // Confirm with a careful measurement before mirroring a step.
+    const offsets careful = recheck_offsets_ ? measured : measure_offsets(5);
+    if (std::llabs(careful.realtime - offsets_.realtime) > careful.width_ns + step_threshold_ns) {
+      offsets_.realtime = careful.realtime;
+    }
+    if (careful.boottime - offsets_.boottime > careful.width_ns + step_threshold_ns) {
+      offsets_.boottime = careful.boottime;
+      resync = true;  // suspended: the counter may have stopped or not
+      have_last_ = false;
+    }
+    offsets_.tai_s = careful.tai_s;
+    recheck_offsets_ = false;
+  }
+
+  const bool precise = mono.width_ns <= config_.max_bracket_ns &&
+                       raw.width_ns <= config_.max_bracket_ns &&
+                       mono.width_ns <= 3 * min_width_ns_ + 100;
+  min_width_ns_ = std::min(min_width_ns_ + 1, std::max<std::int64_t>(mono.width_ns, 1));
+  if (!precise) {
+    publish(false);  // keep the page (and coarse clocks) fresh
+    return;
+  }
+  if (!resync && !check_counter(mono)) {
+    return;
+  }
+  const std::uint64_t delta = mono.c - published_.cycle_last;
+  const std::uint64_t delta_raw = raw.c - published_.cycle_last;
+  if (resync || delta >= published_.max_delta || delta_raw >= published_.max_delta) {
+    // Stale (a stalled thread, a suspend): start the rate line afresh and
+    // let publish() step forward to the kernel.
+    restart_line(mono_, mono);
+    restart_line(raw_, raw);
+    resync = true;
+  } else {
+    const std::int64_t e_mono = time_at(mono.c, false) - mono.k;
+    const std::int64_t e_raw = time_at(raw.c, true) - raw.k;
+    store_relaxed(page_.last_error_mono_ns, e_mono);
+    store_relaxed(page_.last_error_raw_ns, e_raw);
+    if (e_mono < -config_.jump_ns) {
+      resync = true;  // far behind the kernel: step forward, never back
+    }
+    discipline(mono_, e_mono, mono);
+    discipline(raw_, e_raw, raw);
+  }
+  store_relaxed(page_.last_bracket_ns, mono.width_ns);
+  store_relaxed(page_.freq_ppb, static_cast<std::int64_t>(std::llround(mono_.used * 1e9)));
+  last_mono_ = mono;
+  last_raw_ = raw;
+  have_last_ = true;
+  publish(resync);
+}
+
+void timekeeper::restart_line(track& t, const clock_sample& s) noexcept {
+  t.origin_c = s.c;
+  t.origin_k = s.k;
+  t.count = 0;
+  t.next = 0;
+  t.outliers = 0;
+  add_point(t, s);
+}
+
+void timekeeper::add_point(track& t, const clock_sample& s) noexcept {
+  t.xs[t.next] = static_cast<double>(static_cast<std::int64_t>(s.c - t.origin_c));
+  t.ys[t.next] = static_cast<double>(s.k - t.origin_k);
+  t.next = (t.next + 1) % window;
+  t.count = std::min(t.count + 1, window);
+}
+
+bool timekeeper::fit_line(const track& t, double& slope, double& intercept) noexcept {
+  if (t.count < 2) {
+    return false;
+  }
+  double mx = 0, my = 0;
+  for (int i = 0; i < t.count; ++i) {
+    mx += t.xs[i];
+    my += t.ys[i];
+  }
+  mx /= t.count;
+  my /= t.count;
+  double sxx = 0, sxy = 0;
+  for (int i = 0; i < t.count; ++i) {
+    sxx += (t.xs[i] - mx) * (t.xs[i] - mx);
+    sxy += (t.xs[i] - mx) * (t.ys[i] - my);
+  }
+  if (sxx <= 0) {
+    return false;
+  }
+  slope = sxy / sxx;
+  intercept = my - slope * mx;
+  return true;
+}
+
+// Follows the kernel's rate and slews the error `error` away.
+void timekeeper::discipline(track& t, std::int64_t error, const clock_sample& s) noexcept {
+  double slope = 0, intercept = 0;
+  if (fit_line(t, slope, intercept)) {
+    // Does the new sample sit on the line? If not, the kernel's rate
+    // changed (an NTP slew started or stopped): restart the line.
+    const double x = static_cast<double>(static_cast<std::int64_t>(s.c - t.origin_c));
+    const double residual = static_cast<double>(s.k - t.origin_k) - (intercept + slope * x);
+    const double small = 3.0 * static_cast<double>(std::max<std::int64_t>(s.width_ns, 20)) + 30.0;
+    const int sign = residual > 0 ? 1 : -1;
+    if (std::fabs(residual) > small) {
+      t.outliers = (t.outlier_sign == sign) ? t.outliers + 1 : 1;
+      t.outlier_sign = sign;
+    } else {
+      t.outliers = 0;
+    }
+    const bool kink = std::fabs(residual) > 10.0 * small || t.outliers >= 2;
+    if (kink) {
+      // Keep the newest point before this one, so the slope is usable now.
+      const int prev = (t.next + window - 1) % window;
+      const double px = t.xs[prev], py = t.ys[prev];
+      t.count = 1;
+      t.next = 1;
+      t.xs[0] = px;
+      t.ys[0] = py;
+      t.outliers = 0;
+    }
+  }
+  add_point(t, s);
+  if (fit_line(t, slope, intercept) && t.nominal > 0) {
+    t.freq = slope / t.nominal - 1.0;
+  }
+  double correction = -static_cast<double>(error) / static_cast<double>(config_.phase_time_ns);
+  correction = std::clamp(correction, -config_.max_correction, config_.max_correction);
+  t.used = t.freq + correction;
+  t.last_error = error;
+  // Rebase the line now and then, so x stays small enough for doubles.
+  if (t.count == window && static_cast<std::int64_t>(s.c - t.origin_c) > (std::int64_t{1} << 40)) {
+    restart_line(t, s);
+  }
+}
+
+std::int64_t timekeeper::time_at(std::uint64_t c, bool raw) const noexcept {
+  const clock_line& l = published_;
+  return (raw ? l.raw_ns : l.mono_ns) +
+         detail::delta_to_ns(c - l.cycle_last, raw ? l.raw_mult : l.mult, l.shift);
+}
+
+std::int64_t timekeeper::cap(bool raw) const noexcept {
+  const clock_line& l = published_;
+  return (raw ? l.raw_ns : l.mono_ns) +
+         detail::delta_to_ns(l.max_delta - 1, raw ? l.raw_mult : l.mult, l.shift);
+}
+
+// Step 1 of every update: the backup line gets the current parameters,
+// frozen at `freeze_at` (a counter value before the switch point).
+void timekeeper::write_backup(std::uint64_t freeze_at) noexcept {
+  clock_line b = published_;
+  if (b.max_delta != 0) {
+    const std::uint64_t d = freeze_at - b.cycle_last;
+    if (static_cast<std::int64_t>(d) < 0) {
+      b.max_delta = 1;  // freeze at cycle_last
+    } else if (d + 1 < b.max_delta) {
+      b.max_delta = d + 1;
+    }
+  }
+  const std::uint32_t seq = detail::write_begin(page_.backup.seq);
+  store_line(page_.backup, b);
+  detail::write_end(page_.backup.seq, seq);
+}
+
+void timekeeper::publish(bool resync) noexcept {
+  if (state_ != state::running) {
+    return;
+  }
+  clock_line next = published_;
+  next.mult = mult_for(mono_.nominal * (1.0 + mono_.used), published_.shift);
+  next.raw_mult = mult_for(raw_.nominal * (1.0 + raw_.used), published_.shift);
+  next.realtime_offset_ns = offsets_.realtime;
+  next.boottime_offset_ns = std::max(offsets_.boottime, published_.boottime_offset_ns);
+  next.tai_offset_s = offsets_.tai_s;
+  next.max_delta = validity_delta_;
+
+  write_backup(sources_.read_counter());
+  const std::uint32_t seq = detail::write_begin(page_.hot.seq);
+  // Read after the odd seq is globally visible: see "Why the switch point
+  // is safe" above.
+  const std::uint64_t c = sources_.read_counter();
+  const bool was_on = published_.max_delta != 0;
+  const std::uint64_t delta = c - published_.cycle_last;
+  if (was_on && delta < published_.max_delta) {
+    next.mono_ns = time_at(c, false);
+    next.raw_ns = time_at(c, true);
+  } else if (was_on && static_cast<std::int64_t>(delta) < 0) {
+    next.mono_ns = published_.mono_ns;  // never move a base back
+    next.raw_ns = published_.raw_ns;
+    resync = true;
+  } else {
+    next.mono_ns = was_on ? cap(false) : published_.mono_ns;  // off: the floor
+    next.raw_ns = was_on ? cap(true) : published_.raw_ns;
+    resync = true;
+  }
+  if (resync) {
+    // Read after c, so these are upper bounds of the kernel's time at c:
+    // every answer the kernel gave before is <= the new base.
+    next.mono_ns = std::max(next.mono_ns, sources_.read_kernel(CLOCK_MONOTONIC));
+    next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW));
+  }
+  next.cycle_last = c;
+  store_line(page_.hot, next);
+  detail::write_end(page_.hot.seq, seq);
+  next.seq = seq + 1;
+  published_ = next;
+
+  store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(fallback_reason::none));
+  store_relaxed(page_.last_update_mono_ns, next.mono_ns);
+  store_relaxed(page_.updates, detail::load_relaxed(page_.updates) + 1);
+}
+
+// Turns the counter path off; mono_ns/raw_ns keep the floor: the largest
+// time a reader can have been given, or the kernel's time now plus the last
+// measured lead of vclock over the kernel, whichever is larger.
+void timekeeper::turn_off(fallback_reason why) noexcept {
+  reason_ = why;
+  store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(why));
+  write_backup(sources_.read_counter());
+  const std::uint32_t seq = detail::write_begin(page_.hot.seq);
+  const std::uint64_t c = sources_.read_counter();
+  clock_line next = published_;
+  if (published_.max_delta != 0) {
+    const std::uint64_t delta = c - published_.cycle_last;
+    if (static_cast<std::int64_t>(delta) < 0) {
+      // keep the bases
+    } else if (delta < published_.max_delta) {
+      next.mono_ns = time_at(c, false);
+      next.raw_ns = time_at(c, true);
+    } else {
+      next.mono_ns = cap(false);
+      next.raw_ns = cap(true);
+    }
+    const std::int64_t lead_mono = std::max<std::int64_t>(0, mono_.last_error);
+    const std::int64_t lead_raw = std::max<std::int64_t>(0, raw_.last_error);
+    next.mono_ns = std::max(next.mono_ns, sources_.read_kernel(CLOCK_MONOTONIC) + lead_mono);
+    next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead_raw);
+  }
+  next.max_delta = 0;
+  next.cycle_last = c;
+  store_line(page_.hot, next);
+  detail::write_end(page_.hot.seq, seq);
+  next.seq = seq + 1;
+  published_ = next;
+}
+
+void timekeeper::fault(fallback_reason why) noexcept {
+  turn_off(why);
+  state_ = state::backoff;
+  have_last_ = false;
+  backoff_until_ = sources_.read_kernel(CLOCK_MONOTONIC) + config_.recalibrate_after_ns;
+}
+
+void timekeeper::disable(fallback_reason why) noexcept {
+  turn_off(why);
+  state_ = state::off;
+}
+
+void timekeeper::pause_after_fork() noexcept {
+  if (state_ == state::running) {
+    turn_off(fallback_reason::not_started);
+    state_ = state::running;  // the next tick resyncs with the kept rates
+    have_last_ = false;
+    restart_line(mono_, last_mono_);
+    restart_line(raw_, last_raw_);
+  }
+}
+
+}  // namespace vclock

@@ -1,0 +1,145 @@
+// The timekeeper: the only writer of the page. It calibrates the counter
+// against the kernel's clocks, follows the kernel's MONOTONIC rate (NTP
+// slews included) by slewing its own rate, mirrors REALTIME steps, detects a
+// counter that misbehaves, and publishes continuous parameters. It reads the
+// world only through time_sources and has no thread of its own: runtime.cc
+// calls tick() from the internal thread, tests call it from a simulation.
+#ifndef VCLOCK_SRC_LIB_TIMEKEEPER_H_
+#define VCLOCK_SRC_LIB_TIMEKEEPER_H_
+
+#include <cstdint>
+
+#include "time_sources.h"
+#include "vclock/page.h"
+
+namespace vclock {
+
+struct timekeeper_config {
+  // How often tick() is called. Also the coarse clocks' resolution.
+  std::int64_t tick_ns = 4'000'000;
+  // The page stays valid for this many ticks past its last update; a
+  // reader past that asks the kernel (the bound on extrapolation).
+  std::uint32_t validity_ticks = 4;
+  // Kernel-time baseline of the first rate estimate.
+  std::int64_t calibration_ns = 20'000'000;
+  // Bracketed samples per clock per tick; the narrowest is kept.
+  int sample_tries = 3;
+  // A sample whose bracket is wider than this was preempted: skipped.
+  std::int64_t max_bracket_ns = 20'000;
+  // Offset errors are removed by slewing over about this long.
+  std::int64_t phase_time_ns = 64'000'000;
+  // Bound on the slew used to remove an offset: |rate - kernel rate|.
+  double max_correction = 100e-6;
+  // Kernel rate estimates further than this from the calibrated counter
+  // rate mean the counter's rate changed: counter_rate_wrong.
+  double max_rate_error = 2000e-6;
+  // A counter that disagrees with the kernel's elapsed time by more than
+  // this in one tick jumped: counter_jumped.
+  std::int64_t jump_ns = 200'000;
+  // After a counter fault, recalibrate after this long.
+  std::int64_t recalibrate_after_ns = 1'000'000'000;
+};
+
+class timekeeper {
+ public:
+  timekeeper(page& p, time_sources& sources, const timekeeper_config& config) noexcept;
+
+  // Writes the header; the page answers from the kernel until the first
+  // calibration completes (a few ticks).
+  void start() noexcept;
+
+  // One period: samples the kernel, checks the counter, disciplines the
+  // rate and publishes. Call every config.tick_ns.
+  void tick() noexcept;
+
+  // The kernel stepped REALTIME or resumed from suspend
+  // (TFD_TIMER_CANCEL_ON_SET fired): re-measure the offsets now.
+  void clock_was_set() noexcept;
+
+  // Stops the counter path for good (VCLOCK_DISABLE, untrusted counter).
+  void disable(fallback_reason why) noexcept;
+
+  // In a child after fork(): the page stays correct but nothing ticks it;
+  // turn it off (keeping the floor) until the new thread's first tick.
+  void pause_after_fork() noexcept;
+
+  fallback_reason reason() const noexcept { return reason_; }
+  const timekeeper_config& config() const noexcept { return config_; }
+  double counter_hz() const noexcept;
+
+ private:
+  static constexpr int window = 32;
+  struct track {         // one disciplined clock: MONOTONIC or MONOTONIC_RAW
+    double nominal = 0;  // ns per tick from calibration
+    double freq = 0;     // estimated kernel rate / nominal - 1
+    double used = 0;     // rate in use / nominal - 1
+    std::int64_t last_error = 0;
+    // The rate estimate: a least-squares line through the last `count`
+    // samples (kernel ns against counter ticks), restarted at a kink.
+    std::uint64_t origin_c = 0;
+    std::int64_t origin_k = 0;
+    double xs[window] = {};
+    double ys[window] = {};
+    int count = 0;
+    int next = 0;
+    int outliers = 0;  // consecutive samples off the line, same sign
+    int outlier_sign = 0;
+  };
+  struct clock_sample {    // one kernel clock, bracketed by counter reads
+    std::uint64_t c = 0;   // counter at the kernel read (bracket midpoint)
+    std::uint64_t c_lo = 0;  // counter before the kernel read
+    std::int64_t k = 0;
+    std::int64_t width_ns = 0;
+  };
+  struct offsets {
+    std::int64_t realtime = 0;
+    std::int64_t boottime = 0;
+    std::int16_t tai_s = 0;
+    std::int64_t width_ns = 0;  // uncertainty of realtime/boottime
+  };
+  enum class state { idle, calibrating, running, off, backoff };
+
+  clock_sample sample(clockid_t clock) noexcept;
+  offsets measure_offsets(int tries) noexcept;
+  void calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept;
+  void run_step(const clock_sample& mono, const clock_sample& raw) noexcept;
+  void discipline(track& t, std::int64_t error, const clock_sample& s) noexcept;
+  static void restart_line(track& t, const clock_sample& s) noexcept;
+  static void add_point(track& t, const clock_sample& s) noexcept;
+  static bool fit_line(const track& t, double& slope, double& intercept) noexcept;
+  bool check_counter(const clock_sample& mono) noexcept;
+  void fault(fallback_reason why) noexcept;
+  // Publishes new rates (from tracks_) and offsets, continuous with the
+  // current parameters; `resync` allows a forward step to the kernel's time
+  // (after fallback, a stall or a suspend).
+  void publish(bool resync) noexcept;
+  void turn_off(fallback_reason why) noexcept;
+  void write_backup(std::uint64_t freeze_at) noexcept;
+  std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
+  std::int64_t cap(bool raw) const noexcept;
+
+  page& page_;
+  time_sources& sources_;
+  timekeeper_config config_;
+  state state_ = state::idle;
+  fallback_reason reason_ = fallback_reason::not_started;
+  clock_line published_{};  // what hot holds (the writer's own copy)
+  track mono_{};
+  track raw_{};
+  offsets offsets_{};
+  bool offsets_valid_ = false;
+  bool recheck_offsets_ = false;
+  clock_sample calib_mono_{};
+  clock_sample calib_raw_{};
+  clock_sample last_mono_{};  // newest good samples, for resync
+  clock_sample last_raw_{};
+  bool have_calib_ = false;
+  bool have_last_ = false;
+  std::uint64_t validity_delta_ = 0;  // max_delta for a fresh publish
+  std::int64_t backoff_until_ = 0;
+  std::int64_t min_width_ns_ = 0;
+};
+
+}  // namespace vclock
+
+#endif  // VCLOCK_SRC_LIB_TIMEKEEPER_H_
