@@ -55,15 +55,10 @@ template <clock_kind K, counter_ordering O>
       the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K>(); });
 }
 
-// The nanosecond count of a page clock. `ns` is never negative: the kernel
-// refuses to set REALTIME before 1970, so the division needs no sign fix-up
-// ("can't ever see nsec < 0"); division by a constant compiles to a multiply.
-[[gnu::always_inline]] inline timespec to_timespec(std::int64_t ns) noexcept {
-  const auto u = static_cast<std::uint64_t>(ns);
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(u / 1'000'000'000u);
-  ts.tv_nsec = static_cast<long>(u % 1'000'000'000u);
-  return ts;
+template <clock_kind K, counter_ordering O>
+[[gnu::always_inline]] inline timespec now_timespec() noexcept {
+  return read_fast<K, as_timespec>(
+      the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K>(); });
 }
 
 std::int64_t forward_ns(clockid_t clock) noexcept {
@@ -85,11 +80,10 @@ int forward(clockid_t clock, timespec* ts) noexcept {
   return 0;
 }
 
-// MONOTONIC and REALTIME are tested first: they are what callers use.
+// The clocks other than MONOTONIC and REALTIME, and the kernel's: out of
+// line, so the two common clocks get a leaf function with no stack frame.
 template <counter_ordering O>
-std::int64_t gettime_ns(clockid_t clock) noexcept {
-  if (clock == CLOCK_MONOTONIC) [[likely]] return now_ns<clock_kind::monotonic, O>();
-  if (clock == CLOCK_REALTIME) return now_ns<clock_kind::realtime, O>();
+[[gnu::noinline]] std::int64_t gettime_ns_other(clockid_t clock) noexcept {
   switch (clock) {
     case CLOCK_MONOTONIC_RAW: return now_ns<clock_kind::monotonic_raw, O>();
     case CLOCK_BOOTTIME: return now_ns<clock_kind::boottime, O>();
@@ -101,24 +95,35 @@ std::int64_t gettime_ns(clockid_t clock) noexcept {
 }
 
 template <counter_ordering O>
-int gettime(clockid_t clock, timespec* ts) noexcept {
-  std::int64_t ns;
-  if (clock == CLOCK_MONOTONIC) [[likely]] {
-    ns = now_ns<clock_kind::monotonic, O>();
-  } else if (clock == CLOCK_REALTIME) {
-    ns = now_ns<clock_kind::realtime, O>();
-  } else {
-    switch (clock) {
-      case CLOCK_MONOTONIC_RAW: ns = now_ns<clock_kind::monotonic_raw, O>(); break;
-      case CLOCK_BOOTTIME: ns = now_ns<clock_kind::boottime, O>(); break;
-      case CLOCK_TAI: ns = now_ns<clock_kind::tai, O>(); break;
-      case CLOCK_REALTIME_COARSE: ns = now_ns<clock_kind::realtime_coarse, O>(); break;
-      case CLOCK_MONOTONIC_COARSE: ns = now_ns<clock_kind::monotonic_coarse, O>(); break;
-      default: return forward(clock, ts);
-    }
+std::int64_t gettime_ns(clockid_t clock) noexcept {
+  if (clock == CLOCK_MONOTONIC) [[likely]] return now_ns<clock_kind::monotonic, O>();
+  if (clock == CLOCK_REALTIME) return now_ns<clock_kind::realtime, O>();
+  return gettime_ns_other<O>(clock);
+}
+
+template <counter_ordering O>
+[[gnu::noinline]] int gettime_other(clockid_t clock, timespec* ts) noexcept {
+  switch (clock) {
+    case CLOCK_MONOTONIC_RAW: *ts = now_timespec<clock_kind::monotonic_raw, O>(); return 0;
+    case CLOCK_BOOTTIME: *ts = now_timespec<clock_kind::boottime, O>(); return 0;
+    case CLOCK_TAI: *ts = now_timespec<clock_kind::tai, O>(); return 0;
+    case CLOCK_REALTIME_COARSE: *ts = now_timespec<clock_kind::realtime_coarse, O>(); return 0;
+    case CLOCK_MONOTONIC_COARSE: *ts = now_timespec<clock_kind::monotonic_coarse, O>(); return 0;
+    default: return forward(clock, ts);
   }
-  *ts = to_timespec(ns);
-  return 0;
+}
+
+template <counter_ordering O>
+int gettime(clockid_t clock, timespec* ts) noexcept {
+  if (clock == CLOCK_MONOTONIC) [[likely]] {
+    *ts = now_timespec<clock_kind::monotonic, O>();
+    return 0;
+  }
+  if (clock == CLOCK_REALTIME) {
+    *ts = now_timespec<clock_kind::realtime, O>();
+    return 0;
+  }
+  return gettime_other<O>(clock, ts);
 }
 
 }  // namespace

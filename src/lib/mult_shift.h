@@ -22,8 +22,22 @@ struct mult_shift {
 // delta * mult <= (max_delta - 1) * max_mult < 2^64.
 // Returns max_delta <= wanted_delta; smaller only when no shift allows the
 // whole interval (a counter so slow that 2^32 ns-ticks overflow).
-inline mult_shift choose_mult_shift(double max_ns_per_tick, std::uint64_t wanted_delta) noexcept {
+// `only_shift`, if nonzero, is the one shift allowed (arch::fixed_shift);
+// max_delta is 0 when the rate does not fit it.
+inline mult_shift choose_mult_shift(double max_ns_per_tick, std::uint64_t wanted_delta,
+                                    std::uint32_t only_shift = 0) noexcept {
   mult_shift best;
+  if (only_shift != 0) {
+    const double max_mult = std::ceil(std::ldexp(max_ns_per_tick, static_cast<int>(only_shift)));
+    if (max_mult >= 4294967296.0 || max_mult < 1.0) {
+      return best;
+    }
+    const std::uint64_t limit =
+        std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(max_mult);
+    best.shift = only_shift;
+    best.max_delta = limit < wanted_delta ? limit : wanted_delta;
+    return best;
+  }
   for (std::uint32_t shift = 32;; --shift) {
     const double max_mult = std::ceil(std::ldexp(max_ns_per_tick, static_cast<int>(shift)));
     if (max_mult < 4294967296.0 && max_mult >= 1.0) {

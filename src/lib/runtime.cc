@@ -27,7 +27,7 @@
 
 namespace vclock::detail {
 
-[[gnu::visibility("default")]] alignas(4096) page the_page{};
+alignas(4096) page the_page{};
 
 namespace {
 

@@ -10,9 +10,10 @@ namespace vclock::detail {
 
 // The page this process reads. Page-aligned and page-sized, so that a later
 // daemon mode can map shared memory over it (MAP_FIXED, read-only) without
-// changing a single reader instruction. Exported for the benchmark's
-// cold-cache mode.
-extern page the_page;
+// changing a single reader instruction. Hidden: the library reaches it
+// RIP-relative, without a GOT load (the CLI and tests link the static
+// library and see it too).
+[[gnu::visibility("hidden")]] extern page the_page;
 
 // Starts the timekeeper thread on first use (and again in a child after
 // fork). Never blocks: if another thread is starting it, returns at once.

@@ -49,6 +49,7 @@
 #include <cstdlib>
 
 #include "mult_shift.h"
+#include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 
@@ -201,8 +202,13 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   // max_correction of nominal, or the counter is declared broken.
   const double headroom = 1.0 + 2 * (config_.max_rate_error + config_.max_correction);
   const double tick_ticks = static_cast<double>(config_.tick_ns) / mono_.nominal;
-  const auto wanted = static_cast<std::uint64_t>(tick_ticks * config_.validity_ticks);
-  const mult_shift ms = choose_mult_shift(std::max(mono_.nominal, raw_.nominal) * headroom, wanted);
+  // Half a second at most: the timespec reader adds elapsed time to a
+  // split base with a single carry, which needs elapsed < 1 s.
+  const double half_second_ticks = 0.5e9 / (mono_.nominal * headroom);
+  const auto wanted = static_cast<std::uint64_t>(
+      std::min(tick_ticks * config_.validity_ticks, half_second_ticks));
+  const mult_shift ms = choose_mult_shift(std::max(mono_.nominal, raw_.nominal) * headroom, wanted,
+                                          arch::fixed_shift);
   if (ms.max_delta == 0) {
     fault(fallback_reason::counter_rate_wrong);
     return;

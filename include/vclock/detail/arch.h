@@ -15,6 +15,8 @@
 //       fallback mode (the kernel answers everything).
 //   inline constexpr bool counter_may_lag_cycle_last;  the reader clamps a
 //       counter behind cycle_last instead of treating it as stale.
+//   inline constexpr unsigned fixed_shift;  nonzero: every page uses this
+//       shift and the reader does not load it.
 //   const char* ordering_name(counter_ordering) noexcept;
 //   void relax() noexcept;  spin-wait hint.
 #ifndef VCLOCK_DETAIL_ARCH_H_

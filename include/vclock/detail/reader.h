@@ -6,8 +6,11 @@
 #ifndef VCLOCK_DETAIL_READER_H_
 #define VCLOCK_DETAIL_READER_H_
 
+#include <time.h>
+
 #include <cstdint>
 
+#include "vclock/detail/arch.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/page.h"
 
@@ -62,6 +65,15 @@ template <clock_kind K>
   }
 }
 
+// The shift: a constant where the arch fixes it, else the page's.
+[[gnu::always_inline]] inline unsigned load_shift(const clock_line& l) noexcept {
+  if constexpr (arch::fixed_shift != 0) {
+    return arch::fixed_shift;
+  } else {
+    return load(l.shift);
+  }
+}
+
 template <clock_kind K>
 [[gnu::always_inline]] inline std::uint32_t load_mult(const clock_line& l) noexcept {
   if constexpr (K == clock_kind::monotonic_raw) {
@@ -71,37 +83,91 @@ template <clock_kind K>
   }
 }
 
-// The hot path. `counter()` returns arch::counter_read; `careful()` is
-// called (and its result returned) whenever this path cannot answer.
+// How the hot path turns (base, elapsed ns) into its result. prepare()
+// runs on the base alone, after the counter read in program order, so its
+// work overlaps the counter read; finish() adds the elapsed time.
+struct as_ns {
+  using result = std::int64_t;
+  using prepared = std::int64_t;
+  [[gnu::always_inline]] static prepared prepare(std::int64_t base) noexcept { return base; }
+  [[gnu::always_inline]] static result finish(prepared base, std::int64_t elapsed) noexcept {
+    return base + elapsed;
+  }
+  static result from_ns(std::int64_t ns) noexcept { return ns; }
+};
+
+// timespec without dividing after the counter read: the base is split into
+// seconds and nanoseconds while the counter is read, and the elapsed time
+// (< 1 s: the timekeeper keeps max_delta under half a second) needs one
+// conditional carry. Page clocks are never negative (the kernel refuses to
+// set REALTIME before 1970), so there is no sign fix-up ("can't ever see
+// nsec < 0"); the division by a constant compiles to a multiply.
+struct as_timespec {
+  using result = timespec;
+  struct prepared {
+    std::int64_t sec;
+    std::int64_t nsec;
+  };
+  [[gnu::always_inline]] static prepared prepare(std::int64_t base) noexcept {
+    const auto u = static_cast<std::uint64_t>(base);
+    return {static_cast<std::int64_t>(u / 1'000'000'000u),
+            static_cast<std::int64_t>(u % 1'000'000'000u)};
+  }
+  [[gnu::always_inline]] static result finish(prepared b, std::int64_t elapsed) noexcept {
+    std::int64_t nsec = b.nsec + elapsed;
+    std::int64_t sec = b.sec;
+    if (nsec >= ns_per_s) {
+      nsec -= ns_per_s;
+      ++sec;
+    }
+    timespec ts;
+    ts.tv_sec = static_cast<time_t>(sec);
+    ts.tv_nsec = static_cast<long>(nsec);
+    return ts;
+  }
+  static result from_ns(std::int64_t ns) noexcept { return finish(prepare(ns), 0); }
+};
+
+// Keeps the compiler from hoisting `v`'s computation above this point (an
+// empty volatile asm stays after the counter read's volatile asm).
+template <class T>
+[[gnu::always_inline]] inline T after_counter_read(T v) noexcept {
+  asm volatile("" : "+r"(v));
+  return v;
+}
+
+// The hot path. `counter()` returns arch::counter_read; `careful()` returns
+// the time in ns whenever this path cannot answer.
 //
 // Per call: one seq load and test, the fields of one cache line, one
 // counter read, one compare (delta < max_delta covers the clamp, the
 // staleness bound and fallback mode at once), one multiply and shift, one
-// seq re-check. No division, no normalisation, no system call.
-template <clock_kind K, class Counter, class Careful>
-[[gnu::always_inline]] inline std::int64_t read_fast(const page& p, Counter&& counter,
-                                                     Careful&& careful) noexcept {
+// seq re-check. No division after the counter read, no loop to normalise,
+// no system call.
+template <clock_kind K, class Out = as_ns, class Counter, class Careful>
+[[gnu::always_inline]] inline typename Out::result read_fast(const page& p, Counter&& counter,
+                                                            Careful&& careful) noexcept {
   const clock_line& l = p.hot;
   for (;;) {
     // Pairs with write_begin()/write_end() in the timekeeper.
     const std::uint32_t seq = load(l.seq);
     if (seq & 1u) [[unlikely]] {
-      return careful();  // writer mid-update: answer from the backup line
+      return Out::from_ns(careful());  // writer mid-update: the backup line
     }
     if constexpr (is_coarse(K)) {
       const std::uint64_t max_delta = load(l.max_delta);
       const std::int64_t ns = load(l.mono_ns) + load_offset<K>(l);
       if (max_delta == 0) [[unlikely]] {
-        return careful();  // not calibrated or fallback mode
+        return Out::from_ns(careful());  // not calibrated or fallback mode
       }
       if (load_relaxed(l.seq) == seq) [[likely]] {
-        return ns;
+        return Out::from_ns(ns);
       }
     } else {
       const std::uint64_t cycle_last = load(l.cycle_last);
       const std::uint64_t max_delta = load(l.max_delta);
       const std::uint32_t mult = load_mult<K>(l);
-      const unsigned shift = load(l.shift);
+      const unsigned shift = load_shift(l);
       const std::int64_t base = load_base<K>(l) + load_offset<K>(l);
       const auto now = counter();
       // `now.zero` is 0 but depends on the counter read: this load cannot
@@ -109,13 +175,14 @@ template <clock_kind K, class Counter, class Careful>
       // the writer's switch point always sees the new seq (timekeeper.cc,
       // "Why the switch point is safe").
       const std::uint32_t seq_after = load_relaxed((&l.seq)[now.zero]);
+      const auto prepared = Out::prepare(after_counter_read(base));
       const std::uint64_t delta = now.value - cycle_last;
       if (delta >= max_delta) [[unlikely]] {
-        return careful();
+        return Out::from_ns(careful());
       }
-      const std::int64_t ns = base + delta_to_ns(delta, mult, shift);
+      const auto result = Out::finish(prepared, delta_to_ns(delta, mult, shift));
       if (seq_after == seq) [[likely]] {
-        return ns;
+        return result;
       }
     }
   }
@@ -147,7 +214,7 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     const std::uint64_t cycle_last = load(l.cycle_last);
     const std::uint64_t max_delta = load(l.max_delta);
     const std::uint32_t mult = load_mult<K>(l);
-    const unsigned shift = load(l.shift);
+    const unsigned shift = load_shift(l);
     const std::int64_t base = load_base<K>(l) + load_offset<K>(l);
     const auto now = counter();
     if (load_relaxed((&l.seq)[now.zero]) != seq) {

@@ -23,6 +23,7 @@ struct counter_read {
 inline constexpr bool has_counter = false;
 inline constexpr bool counter_may_lag_cycle_last = false;
 inline constexpr const char* counter_name = "monotonic-raw";
+inline constexpr unsigned fixed_shift = 0;  // 0: the shift comes from the page
 
 template <counter_ordering O>
 inline counter_read read_counter() noexcept {
