@@ -1,0 +1,140 @@
+// vclock_bench: every contender in the same Google Benchmark loop (after
+// abseil's clock_benchmark.cc), an independent harness to cross-check the
+// figures of `vclock bench`. Readers run with 1 and 2 threads, which shows
+// whether concurrent readers slow each other down (they must not: the hot
+// path writes no shared cache line).
+#include <benchmark/benchmark.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "kernel_clock.h"
+#include "status.h"
+#include "vclock/detail/arch.h"
+#include "vclock/vclock.h"
+#if __has_include("vclock/vclock.hpp")
+#  include "vclock/vclock.hpp"
+#  define VCLOCK_BENCH_HAVE_HPP 1
+#endif
+
+namespace {
+
+using read_fn = std::int64_t (*)() noexcept;
+
+// The vDSO's clock_gettime, called through its pointer as libc does; set
+// in main() before any benchmark runs.
+vclock::kernel::gettime_fn vdso_gettime = nullptr;
+
+std::int64_t fold(const timespec& ts) noexcept { return ts.tv_sec + ts.tv_nsec; }
+
+template <clockid_t C>
+std::int64_t vclock_ns() noexcept {
+  return vclock_gettime_ns(C);
+}
+
+template <clockid_t C>
+std::int64_t vclock_ns_relaxed() noexcept {
+  return vclock_gettime_ns_relaxed(C);
+}
+
+template <clockid_t C>
+std::int64_t vclock_ts() noexcept {
+  timespec ts{};
+  vclock_gettime(C, &ts);
+  return fold(ts);
+}
+
+template <clockid_t C>
+std::int64_t vdso_ts() noexcept {
+  timespec ts{};
+  vdso_gettime(C, &ts);
+  return fold(ts);
+}
+
+template <clockid_t C>
+std::int64_t libc_ts() noexcept {
+  timespec ts{};
+  clock_gettime(C, &ts);
+  return fold(ts);
+}
+
+std::int64_t std_steady_now() noexcept {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+#if defined(VCLOCK_BENCH_HAVE_HPP)
+std::int64_t vclock_steady_now() noexcept {
+  return vclock::steady_clock::now().time_since_epoch().count();
+}
+#endif
+
+template <vclock::arch::counter_ordering O>
+std::int64_t counter() noexcept {
+  return static_cast<std::int64_t>(vclock::arch::read_counter<O>().value);
+}
+
+// The one loop every contender runs.
+template <read_fn Read>
+void bm_read(benchmark::State& state) {
+  for (auto _ : state) {
+    std::int64_t v = Read();
+    benchmark::DoNotOptimize(v);
+  }
+}
+
+// Readers that matter under contention also run with two threads.
+template <read_fn Read>
+void add(const std::string& name, bool threaded = false) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), bm_read<Read>);
+  if (threaded) {
+    b->Threads(1)->Threads(2);
+  }
+}
+
+void register_all() {
+  add<vclock_ns<CLOCK_MONOTONIC>>("vclock_gettime_ns/MONOTONIC", true);
+  add<vclock_ns<CLOCK_REALTIME>>("vclock_gettime_ns/REALTIME");
+  add<vclock_ns<CLOCK_MONOTONIC_COARSE>>("vclock_gettime_ns/MONOTONIC_COARSE");
+  add<vclock_ns<CLOCK_REALTIME_COARSE>>("vclock_gettime_ns/REALTIME_COARSE");
+  add<vclock_ns_relaxed<CLOCK_MONOTONIC>>("vclock_gettime_ns_relaxed/MONOTONIC", true);
+  add<vclock_ts<CLOCK_MONOTONIC>>("vclock_gettime/MONOTONIC");
+#if defined(VCLOCK_BENCH_HAVE_HPP)
+  add<vclock_steady_now>("vclock::steady_clock::now", true);
+#endif
+  if (vdso_gettime != nullptr) {
+    add<vdso_ts<CLOCK_MONOTONIC>>("vdso_clock_gettime/MONOTONIC", true);
+    add<vdso_ts<CLOCK_REALTIME>>("vdso_clock_gettime/REALTIME");
+    add<vdso_ts<CLOCK_MONOTONIC_COARSE>>("vdso_clock_gettime/MONOTONIC_COARSE");
+    add<vdso_ts<CLOCK_REALTIME_COARSE>>("vdso_clock_gettime/REALTIME_COARSE");
+  }
+  add<libc_ts<CLOCK_MONOTONIC>>("libc_clock_gettime/MONOTONIC");
+  add<std_steady_now>("std::chrono::steady_clock::now");
+#if defined(__x86_64__)
+  using vclock::arch::counter_ordering;
+  add<counter<counter_ordering::none>>("rdtsc");
+  add<counter<counter_ordering::lfence>>("lfence;rdtsc");
+#else
+  add<counter<vclock::arch::counter_ordering::none>>("counter");
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Calibrate first, so that vclock answers from the counter, not the
+  // kernel fallback, from the first iteration on.
+  const vclock::status_snapshot status = vclock::read_status(2000);
+  benchmark::AddCustomContext("vclock_mode", status.counter_mode ? "counter" : status.reason);
+  benchmark::AddCustomContext("vclock_ordering", status.ordering);
+  vdso_gettime = vclock::kernel::vdso_gettime();
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,97 @@
+// `vclock`: the command-line tool. Dispatches to the subcommands; each
+// parses its own options (args.h) and returns the exit status of API.md.
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "args.h"
+#include "bench.h"
+#include "status_command.h"
+#include "track.h"
+#include "warp.h"
+
+namespace vclock::cli {
+namespace {
+
+struct command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(std::span<char* const> args);
+};
+
+constexpr command commands[] = {
+    {"status", "timekeeper state: mode, counter frequency, ordering, offsets", run_status},
+    {"bench", "ns per call side by side: vclock, the vDSO, the system call, the counter",
+     run_bench},
+    {"warp", "time-warp test: do readings on different CPUs ever go backwards?", run_warp},
+    {"track", "vclock against the kernel over time: error per interval", run_track},
+};
+
+void print_usage() {
+  std::string text =
+      "usage: vclock <command> [options]\n\n"
+      "clock_gettime() from the CPU counter, in user space: inspect and measure it.\n\n"
+      "commands:\n";
+  for (const command& c : commands) {
+    text += strformat("  %-8.*s%.*s\n", static_cast<int>(c.name.size()), c.name.data(),
+                      static_cast<int>(c.summary.size()), c.summary.data());
+  }
+  text +=
+      "  help    this text; 'vclock help <command>' for a command's options\n\n"
+      "exit status: 0 success, 1 a check failed, 2 bad usage\n";
+  std::fputs(text.c_str(), stdout);
+}
+
+const command* find_command(std::string_view name) {
+  for (const command& c : commands) {
+    if (c.name == name) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+// `vclock help [command]`: the command's own --help.
+int run_help(std::span<char* const> args) {
+  if (args.empty()) {
+    print_usage();
+    return exit_ok;
+  }
+  const command* c = find_command(args[0]);
+  if (c == nullptr) {
+    return usage_error("help", "unknown command '" + std::string(args[0]) + "'");
+  }
+  if (args.size() > 1) {
+    return usage_error("help", "unexpected argument '" + std::string(args[1]) + "'");
+  }
+  static char help_flag[] = "--help";
+  char* const help_args[] = {help_flag};
+  return c->run(std::span<char* const>(help_args));
+}
+
+int run(std::span<char* const> args) {
+  if (args.empty()) {
+    return usage_error("", "missing command (try 'vclock --help')");
+  }
+  const std::string_view name = args[0];
+  if (name == "help" || name == "--help" || name == "-h") {
+    return run_help(args.subspan(1));
+  }
+  const command* c = find_command(name);
+  if (c == nullptr) {
+    return usage_error("", "unknown command '" + std::string(name) + "' (try 'vclock --help')");
+  }
+  return c->run(args.subspan(1));
+}
+
+}  // namespace
+}  // namespace vclock::cli
+
+int main(int argc, char** argv) {
+  const std::span<char* const> args(argv, static_cast<std::size_t>(argc));
+  const int status = vclock::cli::run(args.subspan(1));
+  // A full pipe (`vclock bench | head`) is not a failed check.
+  std::fflush(stdout);
+  return status;
+}

@@ -1,0 +1,615 @@
+// The conversion math and the reader, driven by hand-built pages, a fake counter and a fake
+// kernel (STYLE.md 3.9: pure functions first). Every answer is checked against a 128-bit
+// reference computed here independently of reader.h.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+
+#include "mult_shift.h"
+#include "vclock/detail/arch.h"
+#include "vclock/detail/reader.h"
+#include "vclock/detail/seqlock.h"
+#include "vclock/page.h"
+
+namespace {
+
+__extension__ typedef unsigned __int128 u128;
+__extension__ typedef __int128 i128;
+
+using vclock::clock_line;
+using vclock::page;
+using vclock::detail::clock_kind;
+
+constexpr u128 two_pow_64 = u128{1} << 64;
+
+// Seeded so that a failure reproduces; the seed is printed with every failure.
+constexpr std::uint64_t seed = 0x5eed'0c10'c4a7'0001ULL;
+
+// The timekeeper's rate headroom: choose_mult_shift() is given the largest rate the
+// timekeeper may use, mult_for() then any rate up to it.
+constexpr double rate_headroom = 2000e-6;
+
+// A counter rate in Hz, log-uniform from `min_hz` (1 MHz by default) to 10 GHz.
+std::uint64_t random_hz(std::mt19937_64& rng, double min_hz = 1e6) {
+  std::uniform_real_distribution<double> log_hz(std::log(min_hz), std::log(1e10));
+  return static_cast<std::uint64_t>(std::llround(std::exp(log_hz(rng))));
+}
+
+// The slowest counter this architecture's pages can describe: with a fixed shift s,
+// mult = ns_per_tick * 2^s must stay below 2^32 for every rate up to the headroom.
+constexpr double min_page_hz =
+    vclock::arch::fixed_shift == 0
+        ? 1e6
+        : 1e9 * (1 + rate_headroom) *
+              static_cast<double>(std::uint64_t{1} << vclock::arch::fixed_shift) / 4294967296.0 *
+              1.001;
+
+// What the timekeeper publishes: choose_mult_shift() restricted to the arch's fixed shift.
+vclock::mult_shift page_mult_shift(double max_ns_per_tick, std::uint64_t wanted) {
+  return vclock::choose_mult_shift(max_ns_per_tick, wanted, vclock::arch::fixed_shift);
+}
+
+std::uint64_t random_below(std::mt19937_64& rng, std::uint64_t bound) {
+  return std::uniform_int_distribution<std::uint64_t>(0, bound - 1)(rng);
+}
+
+// A delta in [0, max_delta), biased towards the edges, where overflow would show.
+std::uint64_t random_delta(std::mt19937_64& rng, std::uint64_t max_delta) {
+  switch (random_below(rng, 4)) {
+    case 0:
+      return random_below(rng, std::min<std::uint64_t>(max_delta, 1000));
+    case 1:
+      return max_delta - 1 - random_below(rng, std::min<std::uint64_t>(max_delta, 1000));
+    default:
+      return random_below(rng, max_delta);
+  }
+}
+
+// The reference: the exact product, shifted, in 128 bits.
+std::int64_t reference_ns(std::uint64_t delta, std::uint32_t mult, unsigned shift) {
+  const u128 product = u128{delta} * mult;
+  EXPECT_LT(product, two_pow_64) << "delta " << delta << " mult " << mult;
+  return static_cast<std::int64_t>(product >> shift);
+}
+
+// What line `l` says clock K is when the counter reads `now`, from first principles.
+std::int64_t expected_time(clock_kind k, const clock_line& l, std::uint64_t now) {
+  std::int64_t offset = 0;
+  if (k == clock_kind::realtime || k == clock_kind::realtime_coarse) {
+    offset = l.realtime_offset_ns;
+  } else if (k == clock_kind::boottime) {
+    offset = l.boottime_offset_ns;
+  } else if (k == clock_kind::tai) {
+    offset = l.realtime_offset_ns + std::int64_t{l.tai_offset_s} * 1'000'000'000;
+  }
+  if (vclock::detail::is_coarse(k)) {
+    return l.mono_ns + offset;
+  }
+  const bool raw = k == clock_kind::monotonic_raw;
+  const std::int64_t base = raw ? l.raw_ns : l.mono_ns;
+  return base + offset + reference_ns(now - l.cycle_last, raw ? l.raw_mult : l.mult, l.shift);
+}
+
+// The last time line `l` can give for clock K: the cap the careful path floors at.
+std::int64_t cap_time(clock_kind k, const clock_line& l) {
+  if (vclock::detail::is_coarse(k)) {
+    return expected_time(k, l, 0);
+  }
+  return expected_time(k, l, l.cycle_last + l.max_delta - 1);
+}
+
+struct fake_counter {
+  std::uint64_t value = 0;
+  int calls = 0;
+  vclock::arch::counter_read operator()() noexcept {
+    ++calls;
+    return {value, 0};
+  }
+};
+
+struct fake_kernel {
+  std::int64_t value = 0;
+  int calls = 0;
+  std::int64_t operator()() noexcept {
+    ++calls;
+    return value;
+  }
+};
+
+// Calls f.operator()<K>() for every clock the page serves.
+template <class F>
+void for_each_kind(F&& f) {
+  f.template operator()<clock_kind::realtime>();
+  f.template operator()<clock_kind::monotonic>();
+  f.template operator()<clock_kind::monotonic_raw>();
+  f.template operator()<clock_kind::boottime>();
+  f.template operator()<clock_kind::tai>();
+  f.template operator()<clock_kind::realtime_coarse>();
+  f.template operator()<clock_kind::monotonic_coarse>();
+}
+
+// A plausible line for a 3 GHz counter: realistic offsets, parameters from mult_shift.h.
+clock_line typical_line(std::uint32_t seq) {
+  const double ns_per_tick = 1e9 / 3e9;
+  const vclock::mult_shift ms = page_mult_shift(ns_per_tick * (1 + rate_headroom), 48'000'000);
+  return clock_line{
+      .seq = seq,
+      .mult = vclock::mult_for(ns_per_tick * (1 + 13e-6), ms.shift),
+      .cycle_last = 0x0000'1234'5678'9abcULL,
+      .max_delta = ms.max_delta,
+      .mono_ns = 123'456'789'012'345,
+      .realtime_offset_ns = 1'700'000'000'000'000'000,
+      .boottime_offset_ns = 9'876'543'210,
+      .raw_ns = 123'450'000'000'000,
+      .raw_mult = vclock::mult_for(ns_per_tick * (1 - 7e-6), ms.shift),
+      .shift = static_cast<std::uint8_t>(ms.shift),
+      .reserved = 0,
+      .tai_offset_s = 37,
+  };
+}
+
+std::unique_ptr<page> make_page() { return std::make_unique<page>(); }
+
+// One read the way the library does it: the fast path, falling back to the careful one.
+template <clock_kind K>
+std::int64_t read(const page& p, fake_counter& counter, fake_kernel& kernel, int& careful_calls) {
+  return vclock::detail::read_fast<K>(p, counter, [&]() noexcept {
+    ++careful_calls;
+    return vclock::detail::read_careful<K>(p, counter, kernel);
+  });
+}
+
+// --- choose_mult_shift / mult_for / delta_to_ns ---------------------------------------------
+
+TEST(MultShift, KnownRatesGetTheLargestShift) {
+  // 1 GHz: mult = 2^32 does not fit, so shift 31 and mult 2^31.
+  vclock::mult_shift ms = vclock::choose_mult_shift(1.0, 1'000'000'000);
+  EXPECT_EQ(ms.shift, 31u);
+  EXPECT_EQ(ms.max_delta, 1'000'000'000u);
+  EXPECT_EQ(vclock::mult_for(1.0, ms.shift), 1u << 31);
+  // 1 MHz: 1000 * 2^22 < 2^32 <= 1000 * 2^23.
+  ms = vclock::choose_mult_shift(1000.0, 16'000);
+  EXPECT_EQ(ms.shift, 22u);
+  EXPECT_EQ(ms.max_delta, 16'000u);
+  // 10 GHz: the largest shift allowed.
+  ms = vclock::choose_mult_shift(0.1, 160'000'000);
+  EXPECT_EQ(ms.shift, 32u);
+  EXPECT_EQ(ms.max_delta, 160'000'000u);
+}
+
+TEST(MultShift, ChoosesLargestShiftThatCannotOverflow) {
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 5000; ++i) {
+    const std::uint64_t hz = i == 0 ? 1'000'000'000 : random_hz(rng);
+    const double max_ns = 1e9 / static_cast<double>(hz) * (1 + rate_headroom);
+    // Up to 4 s of ticks: every rate in range fits that whole interval.
+    const std::uint64_t wanted = 1 + random_below(rng, 4 * hz);
+    const vclock::mult_shift ms = vclock::choose_mult_shift(max_ns, wanted);
+    SCOPED_TRACE(testing::Message() << "seed " << seed << " i " << i << " hz " << hz << " wanted "
+                                    << wanted << " shift " << ms.shift);
+    ASSERT_LE(ms.shift, 32u);
+    ASSERT_EQ(ms.max_delta, wanted);
+    const double max_mult = std::ceil(std::ldexp(max_ns, static_cast<int>(ms.shift)));
+    ASSERT_LT(max_mult, 4294967296.0);
+    // The proof obligation: the largest mult times the largest delta fits in 64 bits.
+    ASSERT_LT(u128{ms.max_delta - 1} * static_cast<std::uint64_t>(max_mult), two_pow_64);
+    if (ms.shift < 32) {
+      // One more bit of shift would break one of the two conditions.
+      const double next = std::ceil(std::ldexp(max_ns, static_cast<int>(ms.shift) + 1));
+      const bool next_fits =
+          next < 4294967296.0 && u128{wanted - 1} * static_cast<std::uint64_t>(next) < two_pow_64;
+      ASSERT_FALSE(next_fits) << "shift " << ms.shift + 1 << " would have worked";
+    }
+  }
+}
+
+TEST(MultShift, MultForRoundsToNearestAndStaysBelowTheBound) {
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_real_distribution<double> used(-rate_headroom, rate_headroom);
+  for (int i = 0; i < 5000; ++i) {
+    const std::uint64_t hz = random_hz(rng);
+    const double ns_per_tick = 1e9 / static_cast<double>(hz);
+    const double max_ns = ns_per_tick * (1 + rate_headroom);
+    const vclock::mult_shift ms = vclock::choose_mult_shift(max_ns, hz / 50);
+    const double rate = ns_per_tick * (1 + used(rng));
+    const std::uint32_t mult = vclock::mult_for(rate, ms.shift);
+    const double scaled = std::ldexp(rate, static_cast<int>(ms.shift));
+    SCOPED_TRACE(testing::Message() << "seed " << seed + 1 << " i " << i << " hz " << hz);
+    ASSERT_LE(std::abs(static_cast<double>(mult) - scaled), 0.5);
+    ASSERT_LE(mult, std::ceil(std::ldexp(max_ns, static_cast<int>(ms.shift))));
+  }
+  EXPECT_EQ(vclock::mult_for(0.0, 32), 0u);
+  EXPECT_EQ(vclock::mult_for(-1.0, 10), 0u);
+  EXPECT_EQ(vclock::mult_for(2.0, 32), 4294967295u);  // saturates rather than wrapping
+}
+
+// delta_to_ns against the 128-bit reference and against the exact rational delta * 1e9 / hz:
+// the error is at most 1 ns (the floor) plus delta times the quantisation of mult
+// ((0.5 + 2^-21) / 2^shift ns per tick: half a unit of rounding, plus the double rounding
+// of 1e9 / hz).
+TEST(MultShift, DeltaToNsMatches128BitReferenceWithinQuantisation) {
+  std::mt19937_64 rng(seed + 2);
+  long double worst_excess = -1;
+  for (int i = 0; i < 2000; ++i) {
+    const std::uint64_t hz = i == 0 ? 1'000'000'000 : random_hz(rng);
+    const double ns_per_tick = 1e9 / static_cast<double>(hz);
+    const std::uint64_t wanted = 1 + random_below(rng, 4 * hz);
+    const vclock::mult_shift ms =
+        vclock::choose_mult_shift(ns_per_tick * (1 + rate_headroom), wanted);
+    const std::uint32_t mult = vclock::mult_for(ns_per_tick, ms.shift);
+    // mult is within half a unit (plus the double's rounding) of 1e9 * 2^shift / hz.
+    const i128 mult_error =
+        i128{mult} * static_cast<i128>(hz) - (i128{1'000'000'000} << static_cast<int>(ms.shift));
+    const i128 abs_mult_error = mult_error < 0 ? -mult_error : mult_error;
+    ASSERT_LE(abs_mult_error * 2 * (1 << 20), static_cast<i128>(hz) * ((1 << 20) + 1))
+        << "hz " << hz << " shift " << ms.shift << " mult " << mult;
+    for (int j = 0; j < 200; ++j) {
+      const std::uint64_t delta =
+          j == 0 ? 0 : (j == 1 ? ms.max_delta - 1 : random_delta(rng, ms.max_delta));
+      SCOPED_TRACE(testing::Message() << "seed " << seed + 2 << " hz " << hz << " shift "
+                                      << ms.shift << " mult " << mult << " delta " << delta);
+      const std::int64_t ns = vclock::detail::delta_to_ns(delta, mult, ms.shift);
+      ASSERT_EQ(ns, reference_ns(delta, mult, ms.shift));
+      ASSERT_GE(ns, 0);
+      // Exact: delta * 1e9 / hz = q + r / hz.
+      const u128 numerator = u128{delta} * 1'000'000'000u;
+      const auto q = static_cast<i128>(numerator / hz);
+      const auto r = static_cast<long double>(static_cast<std::uint64_t>(numerator % hz));
+      const long double error =
+          static_cast<long double>(static_cast<i128>(ns) - q) - r / static_cast<long double>(hz);
+      const long double bound = 1.0L + static_cast<long double>(delta) *
+                                           (0.5L + std::ldexp(1.0L, -21)) /
+                                           std::ldexp(1.0L, static_cast<int>(ms.shift));
+      ASSERT_LE(std::fabs(error), bound);
+      worst_excess = std::max(worst_excess, std::fabs(error) - bound);
+    }
+  }
+  RecordProperty("worst_error_minus_bound_ns", std::to_string(static_cast<double>(worst_excess)));
+}
+
+TEST(MultShift, NanosecondCounterIsExact) {
+  const vclock::mult_shift ms = vclock::choose_mult_shift(1.0 * (1 + rate_headroom), 1ULL << 33);
+  const std::uint32_t mult = vclock::mult_for(1.0, ms.shift);
+  ASSERT_EQ(std::uint64_t{mult}, std::uint64_t{1} << ms.shift);
+  std::mt19937_64 rng(seed + 3);
+  for (int i = 0; i < 100000; ++i) {
+    const std::uint64_t delta =
+        i == 0 ? 0 : (i == 1 ? ms.max_delta - 1 : random_delta(rng, ms.max_delta));
+    ASSERT_EQ(vclock::detail::delta_to_ns(delta, mult, ms.shift), static_cast<std::int64_t>(delta));
+  }
+}
+
+TEST(MultShift, CounterTooSlowForTheIntervalShortensMaxDelta) {
+  // 1 tick per second: even at shift 2, 2^64 / (1e9 * 4) ticks is all that fits.
+  const std::uint64_t wanted = std::uint64_t{1} << 62;
+  const vclock::mult_shift ms = vclock::choose_mult_shift(1e9, wanted);
+  ASSERT_GT(ms.max_delta, 0u);
+  EXPECT_LT(ms.max_delta, wanted);
+  const double max_mult = std::ceil(std::ldexp(1e9, static_cast<int>(ms.shift)));
+  EXPECT_LT(u128{ms.max_delta - 1} * static_cast<std::uint64_t>(max_mult), two_pow_64);
+}
+
+// With a fixed shift (arch::fixed_shift, 32 on x86-64): the whole interval or nothing.
+TEST(MultShift, FixedShiftCoversTheIntervalOrRefuses) {
+  std::mt19937_64 rng(seed + 6);
+  for (int i = 0; i < 5000; ++i) {
+    const std::uint64_t hz = random_hz(rng);
+    const double max_ns = 1e9 / static_cast<double>(hz) * (1 + rate_headroom);
+    const std::uint64_t wanted = 1 + random_below(rng, 4 * hz);
+    const vclock::mult_shift ms = vclock::choose_mult_shift(max_ns, wanted, 32);
+    SCOPED_TRACE(testing::Message() << "seed " << seed + 6 << " i " << i << " hz " << hz);
+    const double max_mult = std::ceil(std::ldexp(max_ns, 32));
+    if (max_mult >= 4294967296.0) {
+      ASSERT_EQ(ms.max_delta, 0u);  // too slow for shift 32: the page is never used
+      continue;
+    }
+    ASSERT_EQ(ms.shift, 32u);
+    // Up to 4 s of a counter of 1 GHz or more: 2^64 / 2^32 ticks always suffice.
+    ASSERT_EQ(ms.max_delta, wanted);
+    ASSERT_LT(u128{ms.max_delta - 1} * static_cast<std::uint64_t>(max_mult), two_pow_64);
+  }
+  // 1 GHz is just too slow for shift 32 once there is headroom; 1.01 GHz is not.
+  EXPECT_EQ(vclock::choose_mult_shift(1.0 * (1 + rate_headroom), 1000, 32).max_delta, 0u);
+  EXPECT_EQ(vclock::choose_mult_shift(1 / 1.01 * (1 + rate_headroom), 1000, 32).max_delta, 1000u);
+  // A huge interval is shortened to what fits, as without a fixed shift.
+  const vclock::mult_shift ms = vclock::choose_mult_shift(0.5, ~std::uint64_t{0}, 32);
+  EXPECT_EQ(ms.shift, 32u);
+  EXPECT_EQ(ms.max_delta, ~std::uint64_t{0} / (std::uint64_t{1} << 31));
+}
+
+TEST(MultShift, ImpossibleRatesGiveMaxDeltaZero) {
+  // 2^32 ns per tick and more: mult >= 2^32 at every shift. max_delta 0 means "never used".
+  EXPECT_EQ(vclock::choose_mult_shift(4294967296.0, 10).max_delta, 0u);
+  EXPECT_EQ(vclock::choose_mult_shift(1e12, 10).max_delta, 0u);
+  EXPECT_EQ(vclock::choose_mult_shift(0.0, 10).max_delta, 0u);
+}
+
+// --- read_fast / read_careful ---------------------------------------------------------------
+
+TEST(Reader, FastPathAddsTheRightOffsetForEachClock) {
+  auto p = make_page();
+  p->hot = typical_line(42);
+  std::mt19937_64 rng(seed + 4);
+  for_each_kind([&]<clock_kind K>() {
+    for (int i = 0; i < 1000; ++i) {
+      fake_counter counter{p->hot.cycle_last + random_delta(rng, p->hot.max_delta)};
+      fake_kernel kernel{};
+      int careful = 0;
+      const std::int64_t t = read<K>(*p, counter, kernel, careful);
+      SCOPED_TRACE(testing::Message() << "kind " << static_cast<unsigned>(K) << " delta "
+                                      << counter.value - p->hot.cycle_last);
+      ASSERT_EQ(t, expected_time(K, p->hot, counter.value));
+      ASSERT_EQ(careful, 0);
+      ASSERT_EQ(kernel.calls, 0);
+      // Coarse clocks never read the counter; fine clocks read it exactly once.
+      ASSERT_EQ(counter.calls, vclock::detail::is_coarse(K) ? 0 : 1);
+    }
+  });
+}
+
+TEST(Reader, FastPathAnswersFromZeroToMaxDeltaMinusOne) {
+  auto p = make_page();
+  p->hot = typical_line(2);
+  for_each_kind([&]<clock_kind K>() {
+    if constexpr (!vclock::detail::is_coarse(K)) {
+      for (const std::uint64_t delta : {std::uint64_t{0}, std::uint64_t{1}, p->hot.max_delta - 1}) {
+        fake_counter counter{p->hot.cycle_last + delta};
+        fake_kernel kernel{};
+        int careful = 0;
+        EXPECT_EQ(read<K>(*p, counter, kernel, careful), expected_time(K, p->hot, counter.value));
+        EXPECT_EQ(careful, 0) << "delta " << delta;
+      }
+      // At max_delta the fast path gives up.
+      fake_counter counter{p->hot.cycle_last + p->hot.max_delta};
+      fake_kernel kernel{0};
+      int careful = 0;
+      read<K>(*p, counter, kernel, careful);
+      EXPECT_EQ(careful, 1);
+    }
+  });
+}
+
+TEST(Reader, CounterSlightlyBehindCycleLastIsClampedWithoutTheKernel) {
+  auto p = make_page();
+  p->hot = typical_line(2);
+  for_each_kind([&]<clock_kind K>() {
+    if constexpr (!vclock::detail::is_coarse(K)) {
+      for (const std::uint64_t lag :
+           {std::uint64_t{1}, std::uint64_t{21}, vclock::detail::max_lag_ticks}) {
+        fake_counter counter{p->hot.cycle_last - lag};
+        fake_kernel kernel{std::numeric_limits<std::int64_t>::max()};
+        int careful = 0;
+        EXPECT_EQ(read<K>(*p, counter, kernel, careful),
+                  expected_time(K, p->hot, p->hot.cycle_last))
+            << "lag " << lag;
+        EXPECT_EQ(careful, 1);
+        EXPECT_EQ(kernel.calls, 0);
+      }
+    }
+  });
+}
+
+TEST(Reader, CounterFarBehindCycleLastAsksTheKernelFlooredAtTheCap) {
+  auto p = make_page();
+  p->hot = typical_line(2);
+  for_each_kind([&]<clock_kind K>() {
+    if constexpr (!vclock::detail::is_coarse(K)) {
+      const std::int64_t cap = cap_time(K, p->hot);
+      for (const std::uint64_t lag :
+           {vclock::detail::max_lag_ticks + 1, std::uint64_t{1} << 40, p->hot.cycle_last}) {
+        for (const std::int64_t k : {cap - 1'000'000, cap + 1'000'000}) {
+          fake_counter counter{p->hot.cycle_last - lag};
+          fake_kernel kernel{k};
+          int careful = 0;
+          EXPECT_EQ(read<K>(*p, counter, kernel, careful), std::max(k, cap)) << "lag " << lag;
+          EXPECT_EQ(kernel.calls, 1);
+        }
+      }
+    }
+  });
+}
+
+TEST(Reader, StalePageAsksTheKernelAndNeverExtrapolates) {
+  auto p = make_page();
+  p->hot = typical_line(2);
+  for_each_kind([&]<clock_kind K>() {
+    if constexpr (!vclock::detail::is_coarse(K)) {
+      const std::int64_t cap = cap_time(K, p->hot);
+      for (const std::uint64_t delta :
+           {p->hot.max_delta, p->hot.max_delta + 1, p->hot.max_delta * 1000}) {
+        // The kernel behind the last valid time (a slower kernel clock): floored at the cap,
+        // not extrapolated to delta.
+        fake_counter counter{p->hot.cycle_last + delta};
+        fake_kernel behind{cap - 5'000};
+        int careful = 0;
+        EXPECT_EQ(read<K>(*p, counter, behind, careful), cap) << "delta " << delta;
+        EXPECT_EQ(behind.calls, 1);
+        // The kernel ahead: its answer.
+        fake_kernel ahead{cap + 5'000'000'000};
+        EXPECT_EQ(read<K>(*p, counter, ahead, careful), cap + 5'000'000'000);
+        EXPECT_EQ(ahead.calls, 1);
+        EXPECT_EQ(careful, 2);
+      }
+    }
+  });
+}
+
+TEST(Reader, PageOffAnswersFromTheKernelFlooredAtTheBase) {
+  auto p = make_page();
+  p->hot = typical_line(8);
+  p->hot.max_delta = 0;
+  for_each_kind([&]<clock_kind K>() {
+    // With max_delta 0 the base is the floor the writer left.
+    const std::int64_t floor = expected_time(K, p->hot, p->hot.cycle_last);
+    for (const std::uint64_t delta : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{1} << 50}) {
+      fake_counter counter{p->hot.cycle_last + delta};
+      fake_kernel behind{floor - 1};
+      int careful = 0;
+      EXPECT_EQ(read<K>(*p, counter, behind, careful), floor);
+      EXPECT_EQ(behind.calls, 1);
+      fake_kernel ahead{floor + 123};
+      EXPECT_EQ(read<K>(*p, counter, ahead, careful), floor + 123);
+      EXPECT_EQ(careful, 2);
+    }
+  });
+}
+
+TEST(Reader, WriterMidUpdateAnswersFromTheFrozenBackupLine) {
+  auto p = make_page();
+  p->backup = typical_line(6);
+  // The backup is frozen where the writer started: a short max_delta.
+  p->backup.max_delta = 1000;
+  // hot is being rewritten: odd seq, fields half-way to nonsense.
+  p->hot = typical_line(7);
+  p->hot.mono_ns = -1;
+  p->hot.raw_ns = -1;
+  p->hot.max_delta = 0;
+  for_each_kind([&]<clock_kind K>() {
+    for (const std::uint64_t delta : {std::uint64_t{0}, std::uint64_t{999}}) {
+      fake_counter counter{p->backup.cycle_last + delta};
+      fake_kernel kernel{std::numeric_limits<std::int64_t>::max()};
+      int careful = 0;
+      EXPECT_EQ(read<K>(*p, counter, kernel, careful), expected_time(K, p->backup, counter.value));
+      EXPECT_EQ(careful, 1);
+      EXPECT_EQ(kernel.calls, 0);
+    }
+    // Past the freeze point: time stands still at the cap, without asking the kernel.
+    for (const std::uint64_t delta : {std::uint64_t{1000}, std::uint64_t{1} << 40}) {
+      fake_counter counter{p->backup.cycle_last + delta};
+      fake_kernel kernel{std::numeric_limits<std::int64_t>::max()};
+      int careful = 0;
+      EXPECT_EQ(read<K>(*p, counter, kernel, careful), cap_time(K, p->backup));
+      EXPECT_EQ(kernel.calls, 0);
+    }
+  });
+}
+
+TEST(Reader, RetriesWhenTheWriterPublishesDuringTheRead) {
+  auto p = make_page();
+  p->hot = typical_line(10);
+  const clock_line before = p->hot;
+  // The counter read is where a concurrent writer would slip in: publish a whole new
+  // generation from inside the first counter call.
+  int calls = 0;
+  const std::uint64_t now = before.cycle_last + 500;
+  auto counter = [&]() noexcept {
+    if (calls++ == 0) {
+      const std::uint32_t odd = vclock::detail::write_begin(p->hot.seq);
+      vclock::detail::store(p->hot.mono_ns, before.mono_ns + 1'000'000);
+      vclock::detail::store(p->hot.cycle_last, before.cycle_last + 100);
+      vclock::detail::write_end(p->hot.seq, odd);
+    }
+    return vclock::arch::counter_read{now, 0};
+  };
+  const std::int64_t t = vclock::detail::read_fast<clock_kind::monotonic>(
+      *p, counter, []() noexcept -> std::int64_t { return -1; });
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(t, expected_time(clock_kind::monotonic, p->hot, now));
+  EXPECT_NE(t, expected_time(clock_kind::monotonic, before, now));
+}
+
+TEST(Reader, CarefulPathAgreesWithFastPathOnRandomPages) {
+  std::mt19937_64 rng(seed + 5);
+  auto p = make_page();
+  std::uniform_int_distribution<std::int64_t> time_ns(0, std::int64_t{1} << 56);
+  std::uniform_int_distribution<std::int64_t> offset_ns(-(std::int64_t{1} << 61),
+                                                        std::int64_t{1} << 61);
+  std::uniform_real_distribution<double> used(-rate_headroom, rate_headroom);
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint64_t hz = random_hz(rng, min_page_hz);
+    const double ns_per_tick = 1e9 / static_cast<double>(hz);
+    // Up to 50 ms of ticks, as the timekeeper's validity window.
+    const vclock::mult_shift ms =
+        page_mult_shift(ns_per_tick * (1 + rate_headroom), 1 + random_below(rng, hz / 20));
+    ASSERT_GT(ms.max_delta, 0u) << "hz " << hz;
+    p->hot = clock_line{
+        .seq = static_cast<std::uint32_t>(2 * i),
+        .mult = vclock::mult_for(ns_per_tick * (1 + used(rng)), ms.shift),
+        .cycle_last = rng(),
+        .max_delta = ms.max_delta,
+        .mono_ns = time_ns(rng),
+        .realtime_offset_ns = offset_ns(rng),
+        .boottime_offset_ns = time_ns(rng),
+        .raw_ns = time_ns(rng),
+        .raw_mult = vclock::mult_for(ns_per_tick * (1 + used(rng)), ms.shift),
+        .shift = static_cast<std::uint8_t>(ms.shift),
+        .reserved = 0,
+        .tai_offset_s = static_cast<std::int16_t>(random_below(rng, 100)),
+    };
+    for_each_kind([&]<clock_kind K>() {
+      fake_counter counter{p->hot.cycle_last + random_delta(rng, ms.max_delta)};
+      fake_kernel kernel{};
+      int careful = 0;
+      const std::int64_t fast = read<K>(*p, counter, kernel, careful);
+      const std::int64_t slow = vclock::detail::read_careful<K>(*p, counter, kernel);
+      SCOPED_TRACE(testing::Message()
+                   << "seed " << seed + 5 << " i " << i << " kind " << static_cast<unsigned>(K));
+      ASSERT_EQ(fast, expected_time(K, p->hot, counter.value));
+      ASSERT_EQ(slow, fast);
+      ASSERT_EQ(careful, 0);
+      ASSERT_EQ(kernel.calls, 0);
+    });
+  }
+}
+
+// The timespec form splits the base into seconds and nanoseconds before the counter read
+// and carries at most once afterwards: right as long as the elapsed time is under 1 s (the
+// timekeeper keeps max_delta under half a second). Checked against the ns form, with bases
+// just below a second boundary, where the carry happens.
+TEST(Reader, TimespecFormMatchesNanosecondsAndIsNormalised) {
+  std::mt19937_64 rng(seed + 7);
+  auto p = make_page();
+  std::uniform_int_distribution<std::int64_t> seconds(0, std::int64_t{1} << 32);
+  std::uniform_real_distribution<double> used(-rate_headroom, rate_headroom);
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint64_t hz = random_hz(rng, min_page_hz);
+    const double ns_per_tick = 1e9 / static_cast<double>(hz);
+    const double max_ns = ns_per_tick * (1 + rate_headroom);
+    const auto half_second = static_cast<std::uint64_t>(0.5e9 / max_ns);
+    const vclock::mult_shift ms = page_mult_shift(max_ns, half_second);
+    ASSERT_GT(ms.max_delta, 0u) << "hz " << hz;
+    // Bases at, just below and well below a second boundary.
+    const std::int64_t sub_second[] = {
+        0, 999'999'999, 999'999'999 - static_cast<std::int64_t>(random_below(rng, 1000)),
+        static_cast<std::int64_t>(random_below(rng, 1'000'000'000)), 500'000'000};
+    const std::int64_t mono = seconds(rng) * 1'000'000'000 + sub_second[random_below(rng, 5)];
+    p->hot = clock_line{
+        .seq = static_cast<std::uint32_t>(2 * i),
+        .mult = vclock::mult_for(ns_per_tick * (1 + used(rng)), ms.shift),
+        .cycle_last = rng(),
+        .max_delta = ms.max_delta,
+        .mono_ns = mono,
+        .realtime_offset_ns = 1'700'000'000'000'000'000 + sub_second[random_below(rng, 5)],
+        .boottime_offset_ns = sub_second[random_below(rng, 5)],
+        .raw_ns = mono - sub_second[random_below(rng, 5)],
+        .raw_mult = vclock::mult_for(ns_per_tick * (1 + used(rng)), ms.shift),
+        .shift = static_cast<std::uint8_t>(ms.shift),
+        .reserved = 0,
+        .tai_offset_s = 37,
+    };
+    for_each_kind([&]<clock_kind K>() {
+      for (const std::uint64_t delta :
+           {std::uint64_t{0}, ms.max_delta - 1, random_delta(rng, ms.max_delta), ms.max_delta}) {
+        fake_counter counter{p->hot.cycle_last + delta};
+        fake_kernel kernel{expected_time(K, p->hot, p->hot.cycle_last) + 2'000'000'000};
+        int careful = 0;
+        const std::int64_t ns = read<K>(*p, counter, kernel, careful);
+        const timespec ts = vclock::detail::read_fast<K, vclock::detail::as_timespec>(
+            *p, counter,
+            [&]() noexcept { return vclock::detail::read_careful<K>(*p, counter, kernel); });
+        SCOPED_TRACE(testing::Message() << "seed " << seed + 7 << " i " << i << " kind "
+                                        << static_cast<unsigned>(K) << " delta " << delta);
+        ASSERT_GE(ts.tv_nsec, 0);
+        ASSERT_LT(ts.tv_nsec, 1'000'000'000);
+        ASSERT_EQ(ts.tv_sec, ns / 1'000'000'000);
+        ASSERT_EQ(ts.tv_nsec, ns % 1'000'000'000);
+      }
+    });
+  }
+}
+
+}  // namespace

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The test command of README.md and CI: every workflow preset (configure, build, ctest), then
+# the format check, then the hot-path check. Stops at the first failure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+declare -a timings=()
+step() {
+  local name=$1
+  shift
+  echo "::: ${name}"
+  local start=$SECONDS
+  "$@"
+  timings+=("$(printf '%-14s %4ds' "${name}" $((SECONDS - start)))")
+}
+
+print_timings() {
+  echo "::: timings"
+  printf '  %s\n' "${timings[@]}"
+}
+trap print_timings EXIT
+
+for preset in dev asan tsan release; do
+  step "${preset}" cmake --workflow --preset "${preset}"
+done
+
+format_check() {
+  local dirs=()
+  for d in include src tests bench fuzz; do
+    [[ -d $d ]] && dirs+=("$d")
+  done
+  find "${dirs[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc' -o -name '*.c' \) \
+    -print0 | sort -z | xargs -0 --no-run-if-empty clang-format --dry-run --Werror
+}
+step clang-format format_check
+
+if [[ -x tools/check-hot-path.sh ]]; then
+  step hot-path tools/check-hot-path.sh
+elif [[ -f tools/check-hot-path.sh ]]; then
+  step hot-path bash tools/check-hot-path.sh
+fi
