@@ -18,7 +18,7 @@
 // Between ticks the driver makes several reads at seeded random times, in
 // sim-time order, rotating over every clock kind and over the simulated
 // CPUs, through detail::read_fast<K> -> read_careful<K>. It also reads from
-// inside the timekeeper's own time_sources calls (1 in 16), i.e. while the
+// inside the timekeeper's own time_sources calls (1 in 16; 1 in 2 in NoisySamples), i.e. while the
 // writer is in the middle of an update, so the backup line is exercised.
 // Invariants:
 //  - monotonic: MONOTONIC, MONOTONIC_RAW, BOOTTIME, MONOTONIC_COARSE never
@@ -484,7 +484,7 @@ class driver {
 
   void on_source_call() {
     if (!in_tk_ || in_hook_) return;
-    if ((rng_() & 15) != 0) return;
+    if (rng_() % static_cast<std::uint64_t>(s_.mid_update_read_one_in) != 0) return;
     in_hook_ = true;
     do_read(kinds[rng_() % kind_count],
             static_cast<int>(rng_() % static_cast<unsigned>(world_.cpus())), true);
@@ -559,13 +559,18 @@ class driver {
     // REALTIME may step back where the kernel's did, once, when the page (or
     // the kernel, in fallback) shows the step; TAI only on a REALTIME step.
     const bool is_real = k == clock_kind::realtime || k == clock_kind::realtime_coarse;
+    // The page's offsets count only while a kernel step is being mirrored;
+    // a change at any other time is not a step. (That TAI does not move at
+    // a leap second is check_publish()'s job.)
+    if (t <= offsets_may_change_until_) {
+      realtime_key_ = page_->hot.realtime_offset_ns;
+      tai_key_ = page_->hot.realtime_offset_ns + page_->hot.tai_offset_s * ns_per_s;
+    }
     std::int64_t epoch = 0;
-    // (That TAI does not move at a leap second is check_publish()'s job.)
     if (is_real) {
-      epoch = world_.realtime_epoch() * 1'000'003 + page_->hot.realtime_offset_ns;
+      epoch = world_.realtime_epoch() * 1'000'003 + realtime_key_;
     } else if (k == clock_kind::tai) {
-      epoch = world_.tai_epoch() * 1'000'003 + page_->hot.realtime_offset_ns +
-              page_->hot.tai_offset_s * ns_per_s;
+      epoch = world_.tai_epoch() * 1'000'003 + tai_key_;
     }
     // A counter that jumps back by less than the time since the last update
     // looks to a reader like time passing slower: it cannot see it, and
@@ -664,6 +669,8 @@ class driver {
   std::int64_t unsettled_until_ = 0;
   std::int64_t exempt_until_ = 0;
   std::int64_t offsets_may_change_until_ = 0;
+  std::int64_t realtime_key_ = 0;
+  std::int64_t tai_key_ = 0;
   std::int64_t cross_cpu_slack_ns_ = 1;
   std::int64_t jump_allowance_ns_ = 0;
   std::int64_t jump_allowance_until_ = 0;

@@ -39,9 +39,15 @@
 // and retries: no reader combines old parameters with a counter past c.
 // Readers that combine new parameters with a counter before c are clamped
 // to c. Since new(c) == old(c), time is continuous and monotonic across
-// the switch. While hot.seq is odd, readers use the backup line, frozen at
-// a counter value read before the switch: time stands still for the length
-// of the update rather than readers spinning on a preempted writer.
+// the switch.
+//
+// While hot.seq is odd, readers use the backup line: the old parameters,
+// frozen at c (a reader's counter, read after it saw the odd seq, is at
+// least the counter of any reader before). Freezing at c needs c, which is
+// read only once hot is odd, so the backup is opened (odd) before hot turns
+// odd and closed right after c is read: readers spin only if the writer is
+// preempted inside those three instructions, and time stands still, rather
+// than readers spinning, for the rest of the update.
 #include "timekeeper.h"
 
 #include <algorithm>
@@ -414,20 +420,31 @@ std::int64_t timekeeper::cap(bool raw) const noexcept {
          detail::delta_to_ns(l.max_delta - 1, raw ? l.raw_mult : l.mult, l.shift);
 }
 
-// Step 1 of every update: the backup line gets the current parameters,
-// frozen at `freeze_at` (a counter value before the switch point).
-void timekeeper::write_backup(std::uint64_t freeze_at) noexcept {
-  clock_line b = published_;
-  if (b.max_delta != 0) {
-    const std::uint64_t d = freeze_at - b.cycle_last;
+// The backup line during an update (see "Why the switch point is safe"):
+// opened before hot turns odd, frozen at the switch point c once hot is
+// odd, closed before the new parameters are written.
+std::uint32_t timekeeper::open_backup() noexcept {
+  const std::uint32_t seq = detail::write_begin(page_.backup.seq);
+  store_line(page_.backup, published_);
+  return seq;
+}
+
+void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
+  const clock_line& old = published_;
+  if (old.max_delta != 0) {
+    const std::uint64_t d = c - old.cycle_last;
     if (static_cast<std::int64_t>(d) < 0) {
-      b.max_delta = 1;  // freeze at cycle_last
-    } else if (d + 1 < b.max_delta) {
-      b.max_delta = d + 1;
+      store(page_.backup.max_delta, std::uint64_t{1});  // frozen at cycle_last
+    } else if (d < old.max_delta) {
+      store(page_.backup.max_delta, d + 1);  // frozen at c
+    } else {
+      // Stale: readers may have had max(kernel, cap) already, so the backup
+      // answers as an "off" page whose floor is the cap.
+      store(page_.backup.max_delta, std::uint64_t{0});
+      store(page_.backup.mono_ns, cap(false));
+      store(page_.backup.raw_ns, cap(true));
     }
   }
-  const std::uint32_t seq = detail::write_begin(page_.backup.seq);
-  store_line(page_.backup, b);
   detail::write_end(page_.backup.seq, seq);
 }
 
@@ -443,11 +460,12 @@ void timekeeper::publish(bool resync) noexcept {
   next.tai_offset_s = offsets_.tai_s;
   next.max_delta = validity_delta_;
 
-  write_backup(sources_.read_counter());
+  const std::uint32_t backup_seq = open_backup();
   const std::uint32_t seq = detail::write_begin(page_.hot.seq);
   // Read after the odd seq is globally visible: see "Why the switch point
   // is safe" above.
   const std::uint64_t c = sources_.read_counter();
+  close_backup(backup_seq, c);
   const bool was_on = published_.max_delta != 0;
   const std::uint64_t delta = c - published_.cycle_last;
   if (was_on && delta < published_.max_delta) {
@@ -485,9 +503,10 @@ void timekeeper::publish(bool resync) noexcept {
 void timekeeper::turn_off(fallback_reason why) noexcept {
   reason_ = why;
   store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(why));
-  write_backup(sources_.read_counter());
+  const std::uint32_t backup_seq = open_backup();
   const std::uint32_t seq = detail::write_begin(page_.hot.seq);
   const std::uint64_t c = sources_.read_counter();
+  close_backup(backup_seq, c);
   clock_line next = published_;
   if (published_.max_delta != 0) {
     const std::uint64_t delta = c - published_.cycle_last;

@@ -114,7 +114,8 @@ class timekeeper {
   // (after fallback, a stall or a suspend).
   void publish(bool resync) noexcept;
   void turn_off(fallback_reason why) noexcept;
-  void write_backup(std::uint64_t freeze_at) noexcept;
+  std::uint32_t open_backup() noexcept;
+  void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
   std::int64_t cap(bool raw) const noexcept;
 

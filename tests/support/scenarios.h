@@ -34,6 +34,9 @@ struct scenario {
   noise_params noise;
   std::vector<event> events;
   std::uint64_t seed = 1;
+  // The driver also reads the page from inside 1 in this many of the
+  // timekeeper's time_sources calls, i.e. while it is mid-update.
+  int mid_update_read_one_in = 16;
 };
 
 namespace ev {
@@ -199,7 +202,7 @@ inline scenario counter_jumps_backward() {
 
 // Noisy samples: costs of 8..200 ns, the counter in steps of 21 ticks (as on
 // this machine), preemptions of 50-150 us on 1 in 500 calls, and on 1 in 10
-// calls while calibrating.
+// calls while calibrating; every other timekeeper call is watched by a reader.
 inline scenario noisy_samples() {
   scenario s = base_scenario("NoisySamples", 23);
   s.counter.nominal_hz = 2.1e9;
@@ -208,6 +211,7 @@ inline scenario noisy_samples() {
   s.noise.cost_max_ns = 200;
   s.noise.preempt_prob = 2e-3;
   s.noise.calibrating_preempt_prob = 0.1;
+  s.mid_update_read_one_in = 2;  // catch readers around a preempted publish
   return s;
 }
 

@@ -195,7 +195,7 @@ inline constexpr std::uint64_t max_lag_ticks = std::uint64_t{1} << 20;
 
 // Everything the fast path does not handle, answered without waiting:
 //  - writer mid-update: read the backup line, frozen at the writer's
-//    switch point (time stands still for the length of the update);
+//    switch point (time stands still for the rest of the update);
 //  - counter behind cycle_last by a little: clamp to cycle_last;
 //  - page stale (delta >= max_delta) or off (max_delta == 0): ask the
 //    kernel, and return max(kernel, floor) where floor is the largest time
@@ -209,7 +209,8 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     const clock_line& l = use_backup ? p.backup : p.hot;
     const std::uint32_t seq = use_backup ? load(l.seq) : hot_seq;
     if (seq & 1u) {
-      continue;  // the writer finishes the backup before it touches hot
+      arch::relax();  // the writer is between turning hot odd and reading
+      continue;       // the counter: a few instructions
     }
     const std::uint64_t cycle_last = load(l.cycle_last);
     const std::uint64_t max_delta = load(l.max_delta);
