@@ -3,11 +3,13 @@
 // reference computed here independently of reader.h.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "mult_shift.h"
 #include "vclock/detail/arch.h"

@@ -19,6 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 max_instructions=28
 
 cxx=${CXX:-g++}
+read -ra cxx_command <<< "${cxx}"  # CXX may carry a launcher or flags: "ccache g++"
 fast=vclock_probe_fast
 careful=vclock_probe_careful
 
@@ -34,7 +35,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "${tmp}"' EXIT
 
-"${cxx}" -std=c++20 -O2 -Iinclude -c tools/hot_path_probe.cc -o "${tmp}/probe.o"
+"${cxx_command[@]}" -std=c++20 -O2 -Iinclude -c tools/hot_path_probe.cc -o "${tmp}/probe.o"
 # AT&T syntax, relocations inline so that a call's target is named.
 objdump -dr --no-show-raw-insn -M att "${tmp}/probe.o" \
   | awk -v fn="<${fast}>:" '$0 ~ fn {on = 1; next} on && /^$/ {exit} on {print}' > "${tmp}/fast.s"

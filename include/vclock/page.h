@@ -26,6 +26,7 @@ enum class fallback_reason : std::uint32_t {
   counter_rate_wrong = 7,  // the counter rate disagrees with the kernel's
   unsupported_arch = 8,    // no usable counter on this architecture
   timekeeper_failed = 9,   // the timekeeper could not start (thread, fd)
+  counter_too_slow = 10,   // below the rate the arch's fixed shift allows
 };
 
 // clock_line: everything one fine clock read needs, in one 64-byte line.
@@ -103,7 +104,7 @@ struct alignas(4096) page {
   std::int64_t last_bracket_ns;      // width of the last kernel sample
   std::uint64_t updates;             // publishes so far
   std::int64_t freq_ppb;             // MONOTONIC rate vs calibrated counter
-  std::uint64_t reserved3;
+  std::int64_t tick_ns;              // timekeeper period: the coarse resolution
 
   std::uint8_t tail[4096 - 4 * 64];
 };

@@ -187,14 +187,12 @@ VCLOCK_API int vclock_getres(clockid_t clock, timespec* res) noexcept {
     return -1;
   }
   if (res != nullptr && (clock == CLOCK_REALTIME_COARSE || clock == CLOCK_MONOTONIC_COARSE)) {
-    if (vclock::timekeeper* tk = d::lock_timekeeper()) {
-      const std::int64_t tick = tk->config().tick_ns;
-      d::unlock_timekeeper();
-      const std::int64_t kernel_res = res->tv_sec * 1'000'000'000 + res->tv_nsec;
-      if (tick > kernel_res) {
-        res->tv_sec = static_cast<time_t>(tick / 1'000'000'000);
-        res->tv_nsec = static_cast<long>(tick % 1'000'000'000);
-      }
+    // A relaxed load, not the timekeeper's lock: this stays async-signal-safe.
+    const std::int64_t tick = d::load_relaxed(d::the_page.tick_ns);
+    const std::int64_t kernel_res = res->tv_sec * 1'000'000'000 + res->tv_nsec;
+    if (tick > kernel_res) {
+      res->tv_sec = static_cast<time_t>(tick / 1'000'000'000);
+      res->tv_nsec = static_cast<long>(tick % 1'000'000'000);
     }
   }
   return 0;

@@ -28,6 +28,7 @@ const char* reason_text(fallback_reason r) {
     case fallback_reason::counter_rate_wrong: return "counter rate disagrees with the kernel";
     case fallback_reason::unsupported_arch: return "unsupported architecture";
     case fallback_reason::timekeeper_failed: return "timekeeper thread could not start";
+    case fallback_reason::counter_too_slow: return "counter slower than 1 GHz (fixed shift 32)";
   }
   return "unknown";
 }

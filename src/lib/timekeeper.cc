@@ -93,6 +93,7 @@ void timekeeper::start() noexcept {
   store_relaxed(page_.magic, page_magic);
   store_relaxed(page_.version, page_version);
   store_relaxed(page_.size, static_cast<std::uint32_t>(sizeof(page)));
+  store_relaxed(page_.tick_ns, config_.tick_ns);
   published_ = clock_line{};
   published_.mono_ns = detail::load(page_.hot.mono_ns);  // keep any floor (fork)
   published_.raw_ns = detail::load(page_.hot.raw_ns);
@@ -216,7 +217,7 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   const mult_shift ms = choose_mult_shift(std::max(mono_.nominal, raw_.nominal) * headroom, wanted,
                                           arch::fixed_shift);
   if (ms.max_delta == 0) {
-    fault(fallback_reason::counter_rate_wrong);
+    disable(fallback_reason::counter_too_slow);  // permanent: it will not speed up
     return;
   }
   published_.shift = static_cast<std::uint8_t>(ms.shift);

@@ -177,6 +177,7 @@ class world final : public vclock::time_sources {
   // ---- The reader's side: the same world at the current instant, free.
   std::uint64_t counter_now(int cpu) const { return counter_value(cpu); }
   int cpus() const { return static_cast<int>(cp_.cpu_offset_ticks.size()); }
+  const std::vector<std::int64_t>& cpu_offsets() const { return cp_.cpu_offset_ticks; }
 
   std::int64_t kernel_now(clockid_t clock) const {
     const std::int64_t mono = mono_ns();
@@ -312,12 +313,17 @@ class world final : public vclock::time_sources {
     return static_cast<std::int64_t>(
         std::floor(raw_anchor_ + static_cast<long double>(t_ - t_anchor_) * raw_rate()));
   }
-  // The kernel's coarse MONOTONIC: MONOTONIC at its last tick (jiffy).
+  // The kernel's coarse MONOTONIC: MONOTONIC at its last tick (jiffy), so
+  // the same value for every read within a jiffy.
   std::int64_t coarse(std::int64_t mono) const {
     const std::int64_t since_tick =
         ((t_ - kp_.jiffy_phase_ns) % kp_.jiffy_ns + kp_.jiffy_ns) % kp_.jiffy_ns;
-    const auto back = static_cast<std::int64_t>(static_cast<long double>(since_tick) * mono_rate());
-    return mono - back;
+    const std::int64_t t_tick = t_ - since_tick;
+    if (t_tick < t_anchor_) {
+      return std::min(mono, static_cast<std::int64_t>(std::floor(mono_anchor_)));
+    }
+    return static_cast<std::int64_t>(
+        std::floor(mono_anchor_ + static_cast<long double>(t_tick - t_anchor_) * mono_rate()));
   }
 
   void move_to(std::int64_t t) { t_ = t; }
