@@ -3,56 +3,66 @@
 // (tests/support/sim_world.h). Deterministic: no sleeps, no real clocks.
 //
 // How 24 h fit in a few seconds. Each scenario runs twice:
-//  - long: its whole duration (>= 24 h awake) with tick_ns = 250 ms (86 400
-//    ticks a day instead of 21.6 M). Everything in the timekeeper that is
-//    measured in ticks is kept: phase_time_ns is scaled by the tick ratio
-//    (16 ticks), so the control loop behaves as it does at 4 ms; so are the
-//    settle times (the same number of ticks). The 1 ms bound on a counter
-//    fault is scaled too: a fault grows an error for up to one tick before
-//    any timekeeper can see it, so at 250 ms it is 62.5 ms; the real 1 ms
-//    bound is checked by the fine run.
-//  - fine: the first fine_duration_ns with the production config (4 ms
-//    tick). Scenarios put their events in that window.
-// Both runs check every invariant below with the bounds the issue states.
+//  - fine: its first fine_duration_ns (2-12 min, plus any suspend) with the
+//    production config (4 ms tick). Scenarios put their events there.
+//  - long: its whole duration (>= 24 h awake) with tick_ns = 250 ms: 345 600
+//    ticks a day instead of 21.6 M. Settle times are scaled by the tick
+//    ratio (the same number of ticks). phase_time_ns is 4 ticks (1 s), not
+//    64 ms: the rate fit lags a frequency ramp by half its 32-tick window,
+//    and the phase error that lag leaves grows as tick^2, so a 16-tick phase
+//    time would measure the 250 ms tick, not the timekeeper (134 ns p99 in
+//    FrequencyWander against 50 ns at 4 ticks and 15 ns in the fine run).
+//    The 1 ms bound on a counter fault is scaled to 62.5 ms: a fault grows
+//    an error for up to a tick before any timekeeper can see it. Every other
+//    bound is the issue's, in both runs.
 //
-// Between ticks the driver makes several reads at seeded random times, in
-// sim-time order, rotating over every clock kind and over the simulated
-// CPUs, through detail::read_fast<K> -> read_careful<K>. It also reads from
-// inside the timekeeper's own time_sources calls (1 in 16; 1 in 2 in NoisySamples), i.e. while the
-// writer is in the middle of an update, so the backup line is exercised.
+// Between ticks the driver makes 6 reads per tick at seeded random times, in
+// sim-time order, rotating over the clock kinds and the simulated CPUs,
+// through detail::read_fast<K> -> read_careful<K>. It also reads from inside
+// the timekeeper's own time_sources calls (1 in 16, 1 in 2 in NoisySamples),
+// i.e. while the writer is mid-update, so the backup line is exercised.
+// Just before and right after each step, leap, suspend or counter fault, and
+// right after each clock_was_set() and 1 ms later, it reads every clock.
+//
 // Invariants:
-//  - monotonic: MONOTONIC, MONOTONIC_RAW, BOOTTIME, MONOTONIC_COARSE never
-//    go back, per CPU and across CPUs. A CPU whose counter leads the
-//    writer's by s ticks can read past the switch point with the old
-//    parameters, so on it (and across CPUs, by their spread) a step back of
-//    s ticks + 1 ns is tolerated: the one thing a simulation with instant
-//    reads cannot hide. CPU 0 has the writer's counter and is held strictly;
-//    REALTIME between steps and leap seconds, TAI between steps, likewise.
+//  - monotonic: MONOTONIC, MONOTONIC_RAW, BOOTTIME, MONOTONIC_COARSE never go
+//    back, per CPU and across CPUs; REALTIME likewise except where the page
+//    mirrors a kernel step or leap second, TAI except at a kernel step. A
+//    CPU whose counter leads the writer's by s ticks can read past the
+//    switch point with the old parameters, so on it (and across CPUs, by
+//    their spread) a step back of s ticks + 1 ns is tolerated: the one thing
+//    a simulation with instant reads cannot hide. CPU 0 shares the writer's
+//    counter and is held strictly. A counter jump back smaller than the time
+//    since the last update is invisible to readers (it looks like time going
+//    slower), so a step back of that size is allowed for two ticks after it.
 //  - continuity: around every tick() and clock_was_set(), the old hot line
 //    evaluated at the new cycle_last equals the new base within 1 ns
-//    (MONOTONIC and RAW); REALTIME, BOOTTIME and TAI offsets change only
-//    across a kernel step, leap second or resume.
-//  - error vs the kernel, after settling (2 s after start and after each
-//    event at 4 ms, 5 s after a counter fault; see scenarios.h): p99 <= 100 ns
-//    and max <= 1 us for MONOTONIC, REALTIME, RAW, BOOTTIME and TAI; coarse
-//    clocks never ahead (1 us) and at most 2 ticks behind.
-//  - at all times, outside the 1 ms after a step/leap/resume: every fine
-//    clock within 1 ms of the kernel (this covers "after a step, REALTIME
-//    and TAI agree within 1 ms" and "a faulty counter is never more than
-//    1 ms off").
-//  - at all times: no reader is ahead of the kernel by more than the page's
-//    validity window (max_delta in ns), e.g. just after an 8 h suspend.
-//  - a counter fault (rate change, jump) is detected (max_delta 0, reason
+//    (MONOTONIC and RAW) unless the old line was stale; the REALTIME,
+//    BOOTTIME and TAI offsets change only while a kernel step, leap second
+//    or resume is being mirrored, and TAI not at all at a leap second.
+//  - error vs the kernel once settled (2 s after the start and after each
+//    event, 5 s after a counter fault, at 4 ms; scenarios.h):
+//    p99 <= 100 ns and max <= 1 us for MONOTONIC, REALTIME, RAW, BOOTTIME and
+//    TAI; coarse clocks at most 1 us ahead and 2 ticks behind.
+//  - always, except in the 1 ms after a step, leap or resume: every fine
+//    clock within 1 ms of the kernel. This is "after a step, REALTIME and TAI
+//    agree within 1 ms" and "a misbehaving counter never gives a time more
+//    than 1 ms from the kernel".
+//  - always: no reader ahead of the kernel by more than the page's validity
+//    window (max_delta in ns), e.g. right after an 8 h suspend.
+//  - a counter fault (rate change, jump) is detected (max_delta 0 or reason
 //    counter_jumped/counter_rate_wrong) by the end of the first tick that
 //    starts a full tick after it.
+// Each run prints one summary line ("[ sim      ] ...") and records its
+// main figures as test properties.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -162,9 +172,55 @@ struct violations {
   }
 };
 
+// Error distribution of non-negative values in ns: exact below 4096 ns,
+// then 64 buckets per power of two (1.6%); the max is exact. Cheap to fill
+// (the long runs add millions of values, in Debug builds).
+class histogram {
+ public:
+  void add(std::int64_t v) {
+    v = std::max<std::int64_t>(v, 0);
+    ++counts_[bucket(v)];
+    ++n_;
+    max_ = std::max(max_, v);
+  }
+  std::uint64_t n() const { return n_; }
+  std::int64_t max() const { return max_; }
+  // The smallest value v such that at least q of the values are <= v (its
+  // bucket's upper end above 4096 ns).
+  std::int64_t percentile(double q) const {
+    if (n_ == 0) return 0;
+    const auto want = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(n_)));
+    std::uint64_t seen = 0;
+    for (std::size_t b = 0; b < counts_.size(); ++b) {
+      seen += counts_[b];
+      if (seen >= std::max<std::uint64_t>(want, 1)) return std::min(upper(b), max_);
+    }
+    return max_;
+  }
+
+ private:
+  static constexpr std::int64_t exact = 4096;
+  static std::size_t bucket(std::int64_t v) {
+    if (v < exact) return static_cast<std::size_t>(v);
+    const int e = 63 - __builtin_clzll(static_cast<unsigned long long>(v));  // >= 12
+    const auto m = static_cast<std::size_t>((v >> (e - 6)) & 63);
+    return static_cast<std::size_t>(exact) + static_cast<std::size_t>(e - 12) * 64 + m;
+  }
+  static std::int64_t upper(std::size_t b) {
+    if (b < static_cast<std::size_t>(exact)) return static_cast<std::int64_t>(b);
+    const auto i = b - static_cast<std::size_t>(exact);
+    const auto e = static_cast<int>(i / 64) + 12;
+    const auto m = static_cast<std::int64_t>(i % 64);
+    return ((64 + m + 1) << (e - 6)) - 1;
+  }
+  std::vector<std::uint64_t> counts_ = std::vector<std::uint64_t>(exact + 52 * 64);
+  std::uint64_t n_ = 0;
+  std::int64_t max_ = 0;
+};
+
 struct kind_stats {
-  std::vector<std::int64_t> settled;  // |error| (coarse: lag) in settled windows
-  std::int64_t max_abs = 0;           // over every read
+  histogram settled;         // |error| (coarse: lag) in settled windows
+  std::int64_t max_abs = 0;  // over every read
   std::uint64_t reads = 0;
   std::uint64_t fallbacks = 0;  // reads the kernel answered
   std::int64_t last = 0;
@@ -175,22 +231,11 @@ struct kind_stats {
 
 struct percentiles {
   std::int64_t p50 = 0, p99 = 0, max = 0;
-  std::size_t n = 0;
+  std::uint64_t n = 0;
 };
 
-percentiles summarize(std::vector<std::int64_t> v) {
-  percentiles p;
-  p.n = v.size();
-  if (v.empty()) return p;
-  auto at = [&](double q) {
-    const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
-    return v[i];
-  };
-  p.p50 = at(0.50);
-  p.p99 = at(0.99);
-  p.max = *std::max_element(v.begin(), v.end());
-  return p;
+percentiles summarize(const histogram& h) {
+  return {h.percentile(0.50), h.percentile(0.99), h.max(), h.n()};
 }
 
 std::string fmt(const char* f, auto... args) {
@@ -299,14 +344,14 @@ class driver {
       const percentiles p = summarize(stats(kinds[i]).settled);
       EXPECT_GT(p.n, 0u) << rc_.label << ": no settled " << kind_name(kinds[i]) << " reads";
       if (p.p99 > 100) {
-        v_["error p99 > 100 ns"].add(
-            fmt("%s: p99 %" PRId64 " ns over %zu settled reads", kind_name(kinds[i]), p.p99, p.n),
-            p.p99);
+        v_["error p99 > 100 ns"].add(fmt("%s: p99 %" PRId64 " ns over %" PRIu64 " settled reads",
+                                         kind_name(kinds[i]), p.p99, p.n),
+                                     p.p99);
       }
       if (p.max > 1000) {
-        v_["error max > 1 us"].add(
-            fmt("%s: max %" PRId64 " ns over %zu settled reads", kind_name(kinds[i]), p.max, p.n),
-            p.max);
+        v_["error max > 1 us"].add(fmt("%s: max %" PRId64 " ns over %" PRIu64 " settled reads",
+                                       kind_name(kinds[i]), p.max, p.n),
+                                   p.max);
       }
     }
     for (const auto& [what, v] : v_) {
@@ -356,6 +401,19 @@ class driver {
       if (sets_clock(e.kind) || is_counter_fault(e.kind)) {
         // Read every clock right after the event, before the notification.
         for (int i = 0; i < kind_count; ++i) bursts_.push_back({at + 1000 + 500 * i, kinds[i]});
+        std::sort(bursts_.begin(), bursts_.end());
+      }
+    }
+    // And every clock just before the next such event.
+    const std::size_t next = world_.events_applied();
+    if (next < world_.events().size() && next != pre_burst_for_) {
+      const event& e = world_.events()[next];
+      if (sets_clock(e.kind) || is_counter_fault(e.kind)) {
+        pre_burst_for_ = next;
+        for (int i = 0; i < kind_count; ++i) {
+          const std::int64_t at = e.at_ns - 4000 + 500 * i;
+          if (at > world_.now()) bursts_.push_back({at, kinds[i]});
+        }
         std::sort(bursts_.begin(), bursts_.end());
       }
     }
@@ -644,13 +702,13 @@ class driver {
     // Settled error statistics.
     if (!mid_update && t >= settled_from_ && t >= unsettled_until_) {
       if (coarse) {
-        st.settled.push_back(-err);
+        st.settled.add(-err);
         if (err > 1000 || err < -(2 * rc_.tk.tick_ns)) {
           v_["coarse clock ahead or more than 2 ticks behind"].add(
               fmt("%s at %.6f s: err %" PRId64 " ns", kind_name(k), t_s, err), err);
         }
       } else {
-        st.settled.push_back(std::abs(err));
+        st.settled.add(std::abs(err));
       }
     }
   }
@@ -693,6 +751,7 @@ class driver {
   bool deferred_read_ = false;
 
   std::size_t events_seen_ = 0;
+  std::size_t pre_burst_for_ = ~std::size_t{0};
   std::int64_t suspended_seen_ = 0;
   std::int64_t settled_from_ = 0;
   std::int64_t unsettled_until_ = 0;
@@ -727,17 +786,37 @@ void run_scenario(const scenario& s) {
   }
 }
 
+// Scenarios below marked "Fails:" trip a real defect of the timekeeper or
+// the reader as of this writing (reported to the lead with the figures);
+// the invariant is right and stays.
 TEST(TimekeeperSim, QuietDay) { run_scenario(quiet_day()); }
 TEST(TimekeeperSim, ChronyStartupSlew) { run_scenario(chrony_startup_slew()); }
 TEST(TimekeeperSim, FrequencyWander) { run_scenario(frequency_wander()); }
+// Fails: clock_was_set() only sets a flag; the step is mirrored at the next
+// tick, so REALTIME/TAI stay 1 h off for up to a tick after the notification.
 TEST(TimekeeperSim, RealtimeStepBack) { run_scenario(realtime_step_back()); }
+// Fails: as RealtimeStepBack.
 TEST(TimekeeperSim, RealtimeStepForward) { run_scenario(realtime_step_forward()); }
+// Fails: as RealtimeStepBack (1 s off until the next tick); also TAI moves by
+// a few ns at the leap (the REALTIME offset is re-measured, not moved by 1 s).
 TEST(TimekeeperSim, LeapSecondInserted) { run_scenario(leap_second_inserted()); }
+// Fails: as LeapSecondInserted.
 TEST(TimekeeperSim, LeapSecondDeleted) { run_scenario(leap_second_deleted()); }
+// Fails: BOOTTIME/REALTIME 8 h behind until the next tick (as
+// RealtimeStepBack); the resume forces a resync that steps MONOTONIC by ~30 ns
+// and RAW by ~50 ns although the page was still valid.
 TEST(TimekeeperSim, SuspendCounterStopped) { run_scenario(suspend_counter_stopped()); }
+// Fails: a counter far behind cycle_last gets max(kernel, cap) from
+// read_careful (cap = the end of the validity window, ~13 ms ahead); the
+// writer then re-bases at the kernel's time, so MONOTONIC/RAW step back ~9 ms.
 TEST(TimekeeperSim, SuspendCounterReset) { run_scenario(suspend_counter_reset()); }
+// Fails: a stale page answers max(kernel, cap); MONOTONIC stood still while
+// the counter ran, so readers get ~12 ms ahead and publish() re-bases at
+// cap(), then slews that away at 100 ppm: p99 11.7 ms after the settle time.
 TEST(TimekeeperSim, SuspendCounterRunning) { run_scenario(suspend_counter_running()); }
 TEST(TimekeeperSim, CounterMigration) { run_scenario(counter_migration()); }
+// Fails: as SuspendCounterReset for the 42 ms and 3.6 s jumps (readers
+// 13.7 ms ahead, then steps back of up to ~5 ms).
 TEST(TimekeeperSim, CounterJumpsBackward) { run_scenario(counter_jumps_backward()); }
 TEST(TimekeeperSim, NoisySamples) { run_scenario(noisy_samples()); }
 

@@ -12,7 +12,6 @@
 #define VCLOCK_TESTS_SUPPORT_SCENARIOS_H_
 
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
 #include "support/sim_world.h"
@@ -120,15 +119,14 @@ inline scenario frequency_wander() {
   return s;
 }
 
-// An administrator steps REALTIME back by one hour (and, in the long run,
-// forward again later).
+// An administrator steps REALTIME back by one hour (in the long run, twice).
 inline scenario realtime_step_back() {
   scenario s = base_scenario("RealtimeStepBack", 14);
   s.events = {ev::step(30 * ns_per_s, -ns_per_h), ev::step(9 * ns_per_h, -ns_per_h)};
   return s;
 }
 
-// REALTIME stepped forward by one hour.
+// REALTIME stepped forward by one hour (in the long run, twice).
 inline scenario realtime_step_forward() {
   scenario s = base_scenario("RealtimeStepForward", 15);
   s.events = {ev::step(30 * ns_per_s, ns_per_h), ev::step(9 * ns_per_h, ns_per_h)};

@@ -11,7 +11,8 @@
 //
 //   counter(t)  = its own oscillator: nominal_hz * scale * (1 + rate_ppm +
 //                 wander_ppm * sin(2 pi t / period)) integrated over t, plus
-//                 jumps; keeps running or stops during a suspend.
+//                 jumps; during a suspend it keeps running, stops, or
+//                 restarts near 0.
 //   RAW(t)      = integral of (1 + raw_ppm) over awake time.
 //   MONOTONIC   = integral of (1 + raw_ppm)(1 + ntp_ppm(t)) over awake time;
 //                 ntp_ppm changes by events (chrony's adjtimex calls).
