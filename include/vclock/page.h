@@ -94,7 +94,12 @@ struct alignas(4096) page {
   std::uint32_t ordering;     // counter_ordering in use; status only
   std::uint32_t counter_trusted;  // 1 if the trust checks passed; status only
   std::uint32_t pad1;
-  std::uint8_t pad2[64 - 32];
+  // How far the page may be ahead of the kernel (last error + sample
+  // width, >= 0): a reader that must ask the kernel while the page is stale
+  // answers max(kernel + lead_ns, base), never below what the page gave.
+  // 0 while the page is off (its floor already covers the lead).
+  std::int64_t lead_ns;
+  std::uint8_t pad2[64 - 40];
 
   // Line 3: timekeeper status, written with relaxed atomics, read by status.
   std::uint64_t counter_hz;        // calibrated counter frequency, Hz

@@ -97,9 +97,10 @@ void* thread_main(void*) {
   for (;;) {
     pthread_mutex_lock(&timekeeper_lock);
     if (fd >= 0 && clock_was_set(fd)) {
-      tk.clock_was_set();
+      tk.clock_was_set();  // ticks at once
+    } else {
+      tk.tick();
     }
-    tk.tick();
     pthread_mutex_unlock(&timekeeper_lock);
 
     const std::int64_t now = kernel::now_ns(CLOCK_MONOTONIC);

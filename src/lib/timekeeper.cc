@@ -180,7 +180,12 @@ void timekeeper::tick() noexcept {
   }
 }
 
-void timekeeper::clock_was_set() noexcept { recheck_offsets_ = true; }
+// Mirrors the step now rather than a tick later: REALTIME must agree with
+// the kernel within 1 ms of a step.
+void timekeeper::clock_was_set() noexcept {
+  recheck_offsets_ = true;
+  tick();
+}
 
 void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept {
   if (mono.width_ns > config_.max_bracket_ns || raw.width_ns > config_.max_bracket_ns) {
@@ -278,11 +283,19 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     // Confirm with a careful measurement before mirroring a step.
     const offsets careful = recheck_offsets_ ? measured : measure_offsets(5);
     if (std::llabs(careful.realtime - offsets_.realtime) > careful.width_ns + step_threshold_ns) {
-      offsets_.realtime = careful.realtime;
+      // A leap second moves REALTIME by exactly -/+1 s as TAI-UTC moves by
+      // +/-1 s: apply it exactly, so TAI does not move by sampling noise.
+      const std::int64_t leap_moved =
+          offsets_.realtime - std::int64_t{careful.tai_s - offsets_.tai_s} * detail::ns_per_s;
+      const bool is_leap = careful.tai_s != offsets_.tai_s &&
+                           std::llabs(careful.realtime - leap_moved) <=
+                               careful.width_ns + step_threshold_ns;
+      offsets_.realtime = is_leap ? leap_moved : careful.realtime;
     }
     if (careful.boottime - offsets_.boottime > careful.width_ns + step_threshold_ns) {
+      // Resumed. MONOTONIC did not move; a counter that ran on (VM pause)
+      // or was reset shows up below as a stale page or a counter fault.
       offsets_.boottime = careful.boottime;
-      resync = true;  // suspended: the counter may have stopped or not
       have_last_ = false;
     }
     offsets_.tai_s = careful.tai_s;
@@ -313,6 +326,11 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     const std::int64_t e_raw = time_at(raw.c, true) - raw.k;
     store_relaxed(page_.last_error_mono_ns, e_mono);
     store_relaxed(page_.last_error_raw_ns, e_raw);
+    // An upper bound of how far vclock is ahead of the kernel, for readers
+    // that must answer from the kernel without stepping back.
+    const std::int64_t lead = std::max<std::int64_t>(
+        0, std::max(e_mono + mono.width_ns, e_raw + raw.width_ns));
+    store_relaxed(page_.lead_ns, lead);
     if (e_mono < -config_.jump_ns) {
       resync = true;  // far behind the kernel: step forward, never back
     }
@@ -415,12 +433,6 @@ std::int64_t timekeeper::time_at(std::uint64_t c, bool raw) const noexcept {
          detail::delta_to_ns(c - l.cycle_last, raw ? l.raw_mult : l.mult, l.shift);
 }
 
-std::int64_t timekeeper::cap(bool raw) const noexcept {
-  const clock_line& l = published_;
-  return (raw ? l.raw_ns : l.mono_ns) +
-         detail::delta_to_ns(l.max_delta - 1, raw ? l.raw_mult : l.mult, l.shift);
-}
-
 // The backup line during an update (see "Why the switch point is safe"):
 // opened before hot turns odd, frozen at the switch point c once hot is
 // odd, closed before the new parameters are written.
@@ -439,11 +451,9 @@ void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
     } else if (d < old.max_delta) {
       store(page_.backup.max_delta, d + 1);  // frozen at c
     } else {
-      // Stale: readers may have had max(kernel, cap) already, so the backup
-      // answers as an "off" page whose floor is the cap.
+      // Stale: readers are answering max(kernel + lead, base), and so do the
+      // backup's readers, as an "off" line whose floor is the base.
       store(page_.backup.max_delta, std::uint64_t{0});
-      store(page_.backup.mono_ns, cap(false));
-      store(page_.backup.raw_ns, cap(true));
     }
   }
   detail::write_end(page_.backup.seq, seq);
@@ -477,15 +487,17 @@ void timekeeper::publish(bool resync) noexcept {
     next.raw_ns = published_.raw_ns;
     resync = true;
   } else {
-    next.mono_ns = was_on ? cap(false) : published_.mono_ns;  // off: the floor
-    next.raw_ns = was_on ? cap(true) : published_.raw_ns;
+    // Stale or off: readers answered max(kernel + lead, base); so does this.
+    next.mono_ns = published_.mono_ns;
+    next.raw_ns = published_.raw_ns;
     resync = true;
   }
   if (resync) {
     // Read after c, so these are upper bounds of the kernel's time at c:
-    // every answer the kernel gave before is <= the new base.
-    next.mono_ns = std::max(next.mono_ns, sources_.read_kernel(CLOCK_MONOTONIC));
-    next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW));
+    // every answer a reader had from the kernel is <= the new base.
+    const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
+    next.mono_ns = std::max(next.mono_ns, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
+    next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
   }
   next.cycle_last = c;
   store_line(page_.hot, next);
@@ -511,19 +523,13 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   clock_line next = published_;
   if (published_.max_delta != 0) {
     const std::uint64_t delta = c - published_.cycle_last;
-    if (static_cast<std::int64_t>(delta) < 0) {
-      // keep the bases
-    } else if (delta < published_.max_delta) {
+    if (static_cast<std::int64_t>(delta) >= 0 && delta < published_.max_delta) {
       next.mono_ns = time_at(c, false);
       next.raw_ns = time_at(c, true);
-    } else {
-      next.mono_ns = cap(false);
-      next.raw_ns = cap(true);
-    }
-    const std::int64_t lead_mono = std::max<std::int64_t>(0, mono_.last_error);
-    const std::int64_t lead_raw = std::max<std::int64_t>(0, raw_.last_error);
-    next.mono_ns = std::max(next.mono_ns, sources_.read_kernel(CLOCK_MONOTONIC) + lead_mono);
-    next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead_raw);
+    }  // else: behind cycle_last or stale; readers had at most kernel + lead
+    const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
+    next.mono_ns = std::max(next.mono_ns, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
+    next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
   }
   next.max_delta = 0;
   next.cycle_last = c;
@@ -531,6 +537,8 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   detail::write_end(page_.hot.seq, seq);
   next.seq = seq + 1;
   published_ = next;
+  // The floor now covers the lead: fallback answers are max(kernel, floor).
+  store_relaxed(page_.lead_ns, std::int64_t{0});
 }
 
 void timekeeper::fault(fallback_reason why) noexcept {

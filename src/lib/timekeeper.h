@@ -117,7 +117,6 @@ class timekeeper {
   std::uint32_t open_backup() noexcept;
   void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
-  std::int64_t cap(bool raw) const noexcept;
 
   page& page_;
   time_sources& sources_;

@@ -198,8 +198,9 @@ inline constexpr std::uint64_t max_lag_ticks = std::uint64_t{1} << 20;
 //    switch point (time stands still for the rest of the update);
 //  - counter behind cycle_last by a little: clamp to cycle_last;
 //  - page stale (delta >= max_delta) or off (max_delta == 0): ask the
-//    kernel, and return max(kernel, floor) where floor is the largest time
-//    the page can have given, so a monotonic clock never steps back.
+//    kernel, and return max(kernel + lead, base): the page was at most
+//    `lead` ahead of the kernel, and base (or the floor of an off page) is
+//    at least what it gave, so a monotonic clock never steps back.
 // `kernel()` returns the kernel's time for clock K in ns.
 template <clock_kind K, class Counter, class Kernel>
 inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kernel) noexcept {
@@ -223,7 +224,7 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     }
     if (max_delta == 0) {
       // Off: base is the floor the writer left.
-      const std::int64_t k = kernel();
+      const std::int64_t k = kernel() + load_relaxed(p.lead_ns);
       return k > base ? k : base;
     }
     if constexpr (is_coarse(K)) {
@@ -233,12 +234,13 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     if (static_cast<std::int64_t>(delta) < 0 && std::uint64_t{0} - delta <= max_lag_ticks) {
       delta = 0;  // another CPU's counter, a few ticks behind the writer's
     } else if (delta >= max_delta) {
-      const std::int64_t cap = base + delta_to_ns(max_delta - 1, mult, shift);
       if (use_backup) {
-        return cap;  // frozen at the writer's switch point
+        return base + delta_to_ns(max_delta - 1, mult, shift);  // frozen at the switch
       }
-      const std::int64_t k = kernel();  // stale page: never extrapolate
-      return k > cap ? k : cap;
+      // Stale (or the counter far behind cycle_last): never extrapolate.
+      // The page gave at most kernel + lead, and at least base.
+      const std::int64_t k = kernel() + load_relaxed(p.lead_ns);
+      return k > base ? k : base;
     }
     return base + delta_to_ns(delta, mult, shift);
   }
