@@ -395,19 +395,25 @@ TEST(Reader, CounterSlightlyBehindCycleLastIsClampedWithoutTheKernel) {
   });
 }
 
-TEST(Reader, CounterFarBehindCycleLastAsksTheKernelFlooredAtTheCap) {
+// A counter far behind cycle_last (a reset, a jump back) is not clamped: the
+// page cannot say where it is, so the kernel answers, plus the page's lead
+// over the kernel, and never below the base (what the page gave at
+// cycle_last).
+TEST(Reader, CounterFarBehindCycleLastAsksTheKernelFlooredAtTheBase) {
   auto p = make_page();
   p->hot = typical_line(2);
+  p->lead_ns = 250;
   for_each_kind([&]<clock_kind K>() {
     if constexpr (!vclock::detail::is_coarse(K)) {
-      const std::int64_t cap = cap_time(K, p->hot);
+      const std::int64_t base = expected_time(K, p->hot, p->hot.cycle_last);
       for (const std::uint64_t lag :
            {vclock::detail::max_lag_ticks + 1, std::uint64_t{1} << 40, p->hot.cycle_last}) {
-        for (const std::int64_t k : {cap - 1'000'000, cap + 1'000'000}) {
+        for (const std::int64_t k : {base - 1'000'000, base + 1'000'000}) {
           fake_counter counter{p->hot.cycle_last - lag};
           fake_kernel kernel{k};
           int careful = 0;
-          EXPECT_EQ(read<K>(*p, counter, kernel, careful), std::max(k, cap)) << "lag " << lag;
+          EXPECT_EQ(read<K>(*p, counter, kernel, careful), std::max(k + 250, base))
+              << "lag " << lag;
           EXPECT_EQ(kernel.calls, 1);
         }
       }
@@ -415,29 +421,69 @@ TEST(Reader, CounterFarBehindCycleLastAsksTheKernelFlooredAtTheCap) {
   });
 }
 
+// A stale page (delta >= max_delta: a stalled timekeeper, a suspend) is never
+// extrapolated: the kernel answers, plus the lead, floored at the base.
 TEST(Reader, StalePageAsksTheKernelAndNeverExtrapolates) {
   auto p = make_page();
   p->hot = typical_line(2);
+  p->lead_ns = 40;
   for_each_kind([&]<clock_kind K>() {
     if constexpr (!vclock::detail::is_coarse(K)) {
+      const std::int64_t base = expected_time(K, p->hot, p->hot.cycle_last);
       const std::int64_t cap = cap_time(K, p->hot);
       for (const std::uint64_t delta :
            {p->hot.max_delta, p->hot.max_delta + 1, p->hot.max_delta * 1000}) {
-        // The kernel behind the last valid time (a slower kernel clock): floored at the cap,
-        // not extrapolated to delta.
         fake_counter counter{p->hot.cycle_last + delta};
-        fake_kernel behind{cap - 5'000};
+        // The kernel stood still (a VM pause): the base, not the cap.
+        fake_kernel still{base - 5'000};
         int careful = 0;
-        EXPECT_EQ(read<K>(*p, counter, behind, careful), cap) << "delta " << delta;
-        EXPECT_EQ(behind.calls, 1);
-        // The kernel ahead: its answer.
+        EXPECT_EQ(read<K>(*p, counter, still, careful), base) << "delta " << delta;
+        EXPECT_LT(read<K>(*p, counter, still, careful), cap);
+        EXPECT_EQ(still.calls, 2);
+        // The kernel ahead: its answer plus the lead.
         fake_kernel ahead{cap + 5'000'000'000};
-        EXPECT_EQ(read<K>(*p, counter, ahead, careful), cap + 5'000'000'000);
+        EXPECT_EQ(read<K>(*p, counter, ahead, careful), cap + 5'000'000'040);
         EXPECT_EQ(ahead.calls, 1);
-        EXPECT_EQ(careful, 2);
+        EXPECT_EQ(careful, 3);
       }
     }
   });
+}
+
+// The coarse line answers the coarse clocks with loads only; off or mid-write
+// it hands over to the careful path.
+TEST(Reader, CoarseLineAnswersWithoutTheCounter) {
+  auto p = make_page();
+  p->coarse.valid = 1;
+  p->coarse.mono_ns = 5'123'456'789;
+  p->coarse.mono_sec = 5;
+  p->coarse.mono_nsec = 123'456'789;
+  p->coarse.realtime_ns = 1'700'000'000'987'654'321;
+  p->coarse.realtime_sec = 1'700'000'000;
+  p->coarse.realtime_nsec = 987'654'321;
+  int careful = 0;
+  const auto careful_fn = [&careful] {
+    ++careful;
+    return std::int64_t{42'000'000'007};
+  };
+  using vclock::detail::as_ns;
+  using vclock::detail::as_seconds;
+  using vclock::detail::as_timespec;
+  using vclock::detail::read_coarse;
+  EXPECT_EQ((read_coarse<clock_kind::monotonic_coarse, as_ns>(*p, careful_fn)), 5'123'456'789);
+  EXPECT_EQ((read_coarse<clock_kind::realtime_coarse, as_seconds>(*p, careful_fn)), 1'700'000'000);
+  const timespec ts = read_coarse<clock_kind::realtime_coarse, as_timespec>(*p, careful_fn);
+  EXPECT_EQ(ts.tv_sec, 1'700'000'000);
+  EXPECT_EQ(ts.tv_nsec, 987'654'321);
+  EXPECT_EQ(careful, 0);
+  p->coarse.valid = 0;
+  EXPECT_EQ((read_coarse<clock_kind::monotonic_coarse, as_ns>(*p, careful_fn)), 42'000'000'007);
+  p->coarse.valid = 1;
+  p->coarse.seq = 3;  // mid-write
+  const timespec odd = read_coarse<clock_kind::monotonic_coarse, as_timespec>(*p, careful_fn);
+  EXPECT_EQ(odd.tv_sec, 42);
+  EXPECT_EQ(odd.tv_nsec, 7);
+  EXPECT_EQ(careful, 2);
 }
 
 TEST(Reader, PageOffAnswersFromTheKernelFlooredAtTheBase) {

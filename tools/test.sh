@@ -9,12 +9,15 @@ step() {
   local name=$1
   shift
   echo "::: ${name}"
-  local start=$SECONDS
-  "$@"
-  timings+=("$(printf '%-14s %4ds' "${name}" $((SECONDS - start)))")
+  local start=$SECONDS rc=0
+  "$@" || rc=$?
+  timings+=("$(printf '%-12s %4ds  %s' "${name}" $((SECONDS - start)) \
+    "$([[ ${rc} -eq 0 ]] && echo ok || echo "FAILED (exit ${rc})")")")
+  return "${rc}"
 }
 
 print_timings() {
+  ((${#timings[@]})) || return 0
   echo "::: timings"
   printf '  %s\n' "${timings[@]}"
 }

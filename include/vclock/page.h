@@ -11,22 +11,23 @@
 
 namespace vclock {
 
-inline constexpr std::uint64_t page_magic = 0x00004b434f4c4356ULL;  // "VCLOCK" in little-endian bytes
+inline constexpr std::uint64_t page_magic =
+    0x00004b434f4c4356ULL;  // "VCLOCK" in little-endian bytes
 inline constexpr std::uint32_t page_version = 1;
 
 // Why the page cannot answer from the counter (page::mode_reason).
 enum class fallback_reason : std::uint32_t {
-  none = 0,            // counter mode: the page answers
-  not_started = 1,     // the timekeeper has not published yet
-  calibrating = 2,     // calibration in progress; the kernel answers
-  disabled = 3,        // VCLOCK_DISABLE=1
-  no_invariant_tsc = 4,  // CPUID says the counter rate is not constant
+  none = 0,                      // counter mode: the page answers
+  not_started = 1,               // the timekeeper has not published yet
+  calibrating = 2,               // calibration in progress; the kernel answers
+  disabled = 3,                  // VCLOCK_DISABLE=1
+  no_invariant_tsc = 4,          // CPUID says the counter rate is not constant
   kernel_distrusts_counter = 5,  // the kernel's clocksource is not the TSC
-  counter_jumped = 6,     // the counter moved in a way real time cannot
-  counter_rate_wrong = 7,  // the counter rate disagrees with the kernel's
-  unsupported_arch = 8,    // no usable counter on this architecture
-  timekeeper_failed = 9,   // the timekeeper could not start (thread, fd)
-  counter_too_slow = 10,   // below the rate the arch's fixed shift allows
+  counter_jumped = 6,            // the counter moved in a way real time cannot
+  counter_rate_wrong = 7,        // the counter rate disagrees with the kernel's
+  unsupported_arch = 8,          // no usable counter on this architecture
+  timekeeper_failed = 9,         // the timekeeper could not start (thread, fd)
+  counter_too_slow = 10,         // below the rate the arch's fixed shift allows
 };
 
 // clock_line: everything one fine clock read needs, in one 64-byte line.
@@ -71,7 +72,26 @@ struct alignas(64) clock_line {
   std::int16_t tai_offset_s;
 };
 
-// The page. Line `hot` is all the fast path reads. Line `backup` holds the
+// coarse_line: the coarse clocks, precomputed at every publish so that a
+// coarse read is a few loads: no counter, no multiply, no division (time(2)
+// is one load). Same seqlock protocol as clock_line. The values equal the
+// hot line's base (mono_ns, and mono_ns + realtime_offset_ns) at the same
+// publish; `valid` is 0 while the page is off, and readers then take the
+// careful path.
+struct alignas(64) coarse_line {
+  std::uint32_t seq;
+  std::uint32_t valid;
+  std::int64_t mono_ns;
+  std::int64_t realtime_ns;
+  std::int64_t mono_sec;
+  std::int64_t mono_nsec;
+  std::int64_t realtime_sec;
+  std::int64_t realtime_nsec;
+  std::int64_t reserved;
+};
+
+// The page. Line `hot` is all the fine clocks read; line `coarse` all the
+// coarse clocks read. Line `backup` holds the
 // previous parameters, frozen at the counter value where the writer started
 // the current update: a reader that finds `hot` odd (the writer is inside
 // its update, perhaps preempted) answers from `backup` instead of spinning.
@@ -90,8 +110,8 @@ struct alignas(4096) page {
   std::uint64_t magic;
   std::uint32_t version;
   std::uint32_t size;
-  std::uint32_t mode_reason;  // fallback_reason; status only
-  std::uint32_t ordering;     // counter_ordering in use; status only
+  std::uint32_t mode_reason;      // fallback_reason; status only
+  std::uint32_t ordering;         // counter_ordering in use; status only
   std::uint32_t counter_trusted;  // 1 if the trust checks passed; status only
   std::uint32_t pad1;
   // How far the page may be ahead of the kernel (last error + sample
@@ -102,7 +122,7 @@ struct alignas(4096) page {
   std::uint8_t pad2[64 - 40];
 
   // Line 3: timekeeper status, written with relaxed atomics, read by status.
-  std::uint64_t counter_hz;        // calibrated counter frequency, Hz
+  std::uint64_t counter_hz;          // calibrated counter frequency, Hz
   std::int64_t last_update_mono_ns;  // kernel MONOTONIC at the last publish
   std::int64_t last_error_mono_ns;   // vclock - kernel MONOTONIC, last sample
   std::int64_t last_error_raw_ns;    // vclock - kernel MONOTONIC_RAW
@@ -111,13 +131,17 @@ struct alignas(4096) page {
   std::int64_t freq_ppb;             // MONOTONIC rate vs calibrated counter
   std::int64_t tick_ns;              // timekeeper period: the coarse resolution
 
-  std::uint8_t tail[4096 - 4 * 64];
+  coarse_line coarse;  // line 4
+
+  std::uint8_t tail[4096 - 5 * 64];
 };
 
 static_assert(sizeof(clock_line) == 64, "a clock line is one cache line");
+static_assert(sizeof(coarse_line) == 64, "the coarse line is one cache line");
 static_assert(offsetof(clock_line, tai_offset_s) + sizeof(std::int16_t) == 64);
 static_assert(offsetof(page, hot) == 0 && offsetof(page, backup) == 64);
 static_assert(offsetof(page, magic) == 128 && offsetof(page, counter_hz) == 192);
+static_assert(offsetof(page, coarse) == 256);
 static_assert(sizeof(page) == 4096, "the page is exactly one 4 KiB page");
 static_assert(std::is_standard_layout_v<page> && std::is_trivially_copyable_v<page>);
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);

@@ -32,8 +32,10 @@ struct tracked_clock {
 };
 
 constexpr tracked_clock clocks[] = {
-    {"monotonic", CLOCK_MONOTONIC}, {"realtime", CLOCK_REALTIME},
-    {"monotonic_raw", CLOCK_MONOTONIC_RAW}, {"boottime", CLOCK_BOOTTIME},
+    {"monotonic", CLOCK_MONOTONIC},
+    {"realtime", CLOCK_REALTIME},
+    {"monotonic_raw", CLOCK_MONOTONIC_RAW},
+    {"boottime", CLOCK_BOOTTIME},
     {"tai", CLOCK_TAI},
 };
 constexpr int clock_count = sizeof(clocks) / sizeof(clocks[0]);
@@ -120,7 +122,8 @@ int run_track(std::span<char* const> args) {
     if (csv == nullptr) {
       return usage_error("track", "cannot write '" + csv_path + "'");
     }
-    std::fprintf(csv, "t_s,clock,samples,mean_ns,p50_abs_ns,p99_abs_ns,max_abs_ns,bracket_p50_ns\n");
+    std::fprintf(csv,
+                 "t_s,clock,samples,mean_ns,p50_abs_ns,p99_abs_ns,max_abs_ns,bracket_p50_ns\n");
   }
   const status_snapshot st = read_status(2000);
   std::printf("vclock track: %s, counter %.6f MHz, ordering %s, kernel clocksource %s\n",
@@ -143,10 +146,11 @@ int run_track(std::span<char* const> args) {
     for (int c = 0; c < clock_count; ++c) {
       const summary s = summarise(window[c]);
       const auto t_end = static_cast<long long>(t + interval_s);
-      std::printf("%4lld s  %-13s n=%-6zu mean %6lld  p50 %5lld  p99 %6lld  max %7lld  (bracket %lld)\n",
-                  t_end, clocks[c].name, s.count, static_cast<long long>(s.mean),
-                  static_cast<long long>(s.p50), static_cast<long long>(s.p99),
-                  static_cast<long long>(s.max), static_cast<long long>(s.width_p50));
+      std::printf(
+          "%4lld s  %-13s n=%-6zu mean %6lld  p50 %5lld  p99 %6lld  max %7lld  (bracket %lld)\n",
+          t_end, clocks[c].name, s.count, static_cast<long long>(s.mean),
+          static_cast<long long>(s.p50), static_cast<long long>(s.p99),
+          static_cast<long long>(s.max), static_cast<long long>(s.width_p50));
       if (csv != nullptr) {
         std::fprintf(csv, "%lld,%s,%zu,%lld,%lld,%lld,%lld,%lld\n", t_end, clocks[c].name, s.count,
                      static_cast<long long>(s.mean), static_cast<long long>(s.p50),

@@ -23,13 +23,20 @@ using arch::counter_ordering;
 
 constexpr clockid_t kernel_id(clock_kind k) noexcept {
   switch (k) {
-    case clock_kind::realtime: return CLOCK_REALTIME;
-    case clock_kind::monotonic: return CLOCK_MONOTONIC;
-    case clock_kind::monotonic_raw: return CLOCK_MONOTONIC_RAW;
-    case clock_kind::boottime: return CLOCK_BOOTTIME;
-    case clock_kind::tai: return CLOCK_TAI;
-    case clock_kind::realtime_coarse: return CLOCK_REALTIME_COARSE;
-    case clock_kind::monotonic_coarse: return CLOCK_MONOTONIC_COARSE;
+    case clock_kind::realtime:
+      return CLOCK_REALTIME;
+    case clock_kind::monotonic:
+      return CLOCK_MONOTONIC;
+    case clock_kind::monotonic_raw:
+      return CLOCK_MONOTONIC_RAW;
+    case clock_kind::boottime:
+      return CLOCK_BOOTTIME;
+    case clock_kind::tai:
+      return CLOCK_TAI;
+    case clock_kind::realtime_coarse:
+      return CLOCK_REALTIME_COARSE;
+    case clock_kind::monotonic_coarse:
+      return CLOCK_MONOTONIC_COARSE;
   }
   return CLOCK_MONOTONIC;
 }
@@ -61,6 +68,12 @@ template <clock_kind K, counter_ordering O>
       the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K>(); });
 }
 
+// The coarse clocks need no ordering: they read no counter.
+template <clock_kind K, class Out>
+[[gnu::always_inline]] inline typename Out::result coarse() noexcept {
+  return read_coarse<K, Out>(the_page, [] { return careful_ns<K>(); });
+}
+
 std::int64_t forward_ns(clockid_t clock) noexcept {
   timespec ts{};
   const int r = kernel::gettime(clock, &ts);
@@ -85,31 +98,41 @@ int forward(clockid_t clock, timespec* ts) noexcept {
 template <counter_ordering O>
 [[gnu::noinline]] std::int64_t gettime_ns_other(clockid_t clock) noexcept {
   switch (clock) {
-    case CLOCK_MONOTONIC_RAW: return now_ns<clock_kind::monotonic_raw, O>();
-    case CLOCK_BOOTTIME: return now_ns<clock_kind::boottime, O>();
-    case CLOCK_TAI: return now_ns<clock_kind::tai, O>();
-    case CLOCK_REALTIME_COARSE: return now_ns<clock_kind::realtime_coarse, O>();
-    case CLOCK_MONOTONIC_COARSE: return now_ns<clock_kind::monotonic_coarse, O>();
-    default: return forward_ns(clock);
+    case CLOCK_MONOTONIC_RAW:
+      return now_ns<clock_kind::monotonic_raw, O>();
+    case CLOCK_BOOTTIME:
+      return now_ns<clock_kind::boottime, O>();
+    case CLOCK_TAI:
+      return now_ns<clock_kind::tai, O>();
+    default:
+      return forward_ns(clock);
   }
 }
 
 template <counter_ordering O>
 std::int64_t gettime_ns(clockid_t clock) noexcept {
-  if (clock == CLOCK_MONOTONIC) [[likely]] return now_ns<clock_kind::monotonic, O>();
+  if (clock == CLOCK_MONOTONIC) [[likely]]
+    return now_ns<clock_kind::monotonic, O>();
   if (clock == CLOCK_REALTIME) return now_ns<clock_kind::realtime, O>();
+  if (clock == CLOCK_MONOTONIC_COARSE) return coarse<clock_kind::monotonic_coarse, as_ns>();
+  if (clock == CLOCK_REALTIME_COARSE) return coarse<clock_kind::realtime_coarse, as_ns>();
   return gettime_ns_other<O>(clock);
 }
 
 template <counter_ordering O>
 [[gnu::noinline]] int gettime_other(clockid_t clock, timespec* ts) noexcept {
   switch (clock) {
-    case CLOCK_MONOTONIC_RAW: *ts = now_timespec<clock_kind::monotonic_raw, O>(); return 0;
-    case CLOCK_BOOTTIME: *ts = now_timespec<clock_kind::boottime, O>(); return 0;
-    case CLOCK_TAI: *ts = now_timespec<clock_kind::tai, O>(); return 0;
-    case CLOCK_REALTIME_COARSE: *ts = now_timespec<clock_kind::realtime_coarse, O>(); return 0;
-    case CLOCK_MONOTONIC_COARSE: *ts = now_timespec<clock_kind::monotonic_coarse, O>(); return 0;
-    default: return forward(clock, ts);
+    case CLOCK_MONOTONIC_RAW:
+      *ts = now_timespec<clock_kind::monotonic_raw, O>();
+      return 0;
+    case CLOCK_BOOTTIME:
+      *ts = now_timespec<clock_kind::boottime, O>();
+      return 0;
+    case CLOCK_TAI:
+      *ts = now_timespec<clock_kind::tai, O>();
+      return 0;
+    default:
+      return forward(clock, ts);
   }
 }
 
@@ -121,6 +144,14 @@ int gettime(clockid_t clock, timespec* ts) noexcept {
   }
   if (clock == CLOCK_REALTIME) {
     *ts = now_timespec<clock_kind::realtime, O>();
+    return 0;
+  }
+  if (clock == CLOCK_MONOTONIC_COARSE) {
+    *ts = coarse<clock_kind::monotonic_coarse, as_timespec>();
+    return 0;
+  }
+  if (clock == CLOCK_REALTIME_COARSE) {
+    *ts = coarse<clock_kind::realtime_coarse, as_timespec>();
     return 0;
   }
   return gettime_other<O>(clock, ts);
@@ -141,18 +172,23 @@ using gettime_fn = int (*)(clockid_t, timespec*) noexcept;
 __attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_ns_fn
 resolve_gettime_ns() {
   switch (vclock::chosen_ordering()) {
-    case counter_ordering::mfence: return d::gettime_ns<counter_ordering::mfence>;
-    case counter_ordering::rdtscp: return d::gettime_ns<counter_ordering::rdtscp>;
-    default: return d::gettime_ns<counter_ordering::lfence>;
+    case counter_ordering::mfence:
+      return d::gettime_ns<counter_ordering::mfence>;
+    case counter_ordering::rdtscp:
+      return d::gettime_ns<counter_ordering::rdtscp>;
+    default:
+      return d::gettime_ns<counter_ordering::lfence>;
   }
 }
 
-__attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_fn
-resolve_gettime() {
+__attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_fn resolve_gettime() {
   switch (vclock::chosen_ordering()) {
-    case counter_ordering::mfence: return d::gettime<counter_ordering::mfence>;
-    case counter_ordering::rdtscp: return d::gettime<counter_ordering::rdtscp>;
-    default: return d::gettime<counter_ordering::lfence>;
+    case counter_ordering::mfence:
+      return d::gettime<counter_ordering::mfence>;
+    case counter_ordering::rdtscp:
+      return d::gettime<counter_ordering::rdtscp>;
+    default:
+      return d::gettime<counter_ordering::lfence>;
   }
 }
 
@@ -208,17 +244,18 @@ VCLOCK_API int vclock_gettimeofday(timeval* tv, void* tz) noexcept {
     }
   }
   if (tv != nullptr) {
-    const auto u = static_cast<std::uint64_t>(vclock_gettime_ns(CLOCK_REALTIME));
-    tv->tv_sec = static_cast<time_t>(u / 1'000'000'000u);
-    tv->tv_usec = static_cast<suseconds_t>((u % 1'000'000'000u) / 1000u);
+    timespec ts;
+    vclock_gettime(CLOCK_REALTIME, &ts);  // cannot fail for a page clock
+    tv->tv_sec = ts.tv_sec;
+    tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
   }
   return 0;
 }
 
 VCLOCK_API time_t vclock_time(time_t* t) noexcept {
-  // time(2) is the kernel's coarse REALTIME seconds; so is this.
+  // time(2) is the kernel's coarse REALTIME seconds; so is this: one load.
   const auto s = static_cast<time_t>(
-      static_cast<std::uint64_t>(vclock_gettime_ns(CLOCK_REALTIME_COARSE)) / 1'000'000'000u);
+      d::coarse<vclock::detail::clock_kind::realtime_coarse, vclock::detail::as_seconds>());
   if (t != nullptr) {
     *t = s;
   }

@@ -50,7 +50,8 @@ VCLOCK_UNINSTRUMENTED counter_ordering decide() noexcept {
   const bool intel = b == 0x756e6547u;  // "Genu"
   const bool amd = b == 0x68747541u;    // "Auth"
   cpuid(1, a, b, c, d);
-  const unsigned family = ((a >> 8) & 0xfu) + (((a >> 8) & 0xfu) == 0xfu ? ((a >> 20) & 0xffu) : 0u);
+  const unsigned family =
+      ((a >> 8) & 0xfu) + (((a >> 8) & 0xfu) == 0xfu ? ((a >> 20) & 0xffu) : 0u);
   cpuid(0x80000000u, a, b, c, d);
   const unsigned max_ext = a;
   bool lfence_serialises = intel || (amd && family >= 0x10);

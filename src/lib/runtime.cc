@@ -41,7 +41,7 @@ enum : int { not_started = 0, starting = 1, running = 2, stopped = 3 };
 
 std::atomic<int> run_state{not_started};
 pthread_mutex_t timekeeper_lock = PTHREAD_MUTEX_INITIALIZER;
-bool created = false;  // guarded by timekeeper_lock
+bool created = false;   // guarded by timekeeper_lock
 trust_verdict verdict;  // written once, before run_state becomes running/stopped
 
 // Static storage, never destroyed: the thread may still tick while the

@@ -18,17 +18,28 @@ namespace {
 
 const char* reason_text(fallback_reason r) {
   switch (r) {
-    case fallback_reason::none: return "";
-    case fallback_reason::not_started: return "not started";
-    case fallback_reason::calibrating: return "calibrating";
-    case fallback_reason::disabled: return "disabled";
-    case fallback_reason::no_invariant_tsc: return "no invariant TSC";
-    case fallback_reason::kernel_distrusts_counter: return "kernel distrusts the counter";
-    case fallback_reason::counter_jumped: return "counter jumped";
-    case fallback_reason::counter_rate_wrong: return "counter rate disagrees with the kernel";
-    case fallback_reason::unsupported_arch: return "unsupported architecture";
-    case fallback_reason::timekeeper_failed: return "timekeeper thread could not start";
-    case fallback_reason::counter_too_slow: return "counter slower than 1 GHz (fixed shift 32)";
+    case fallback_reason::none:
+      return "";
+    case fallback_reason::not_started:
+      return "not started";
+    case fallback_reason::calibrating:
+      return "calibrating";
+    case fallback_reason::disabled:
+      return "disabled";
+    case fallback_reason::no_invariant_tsc:
+      return "no invariant TSC";
+    case fallback_reason::kernel_distrusts_counter:
+      return "kernel distrusts the counter";
+    case fallback_reason::counter_jumped:
+      return "counter jumped";
+    case fallback_reason::counter_rate_wrong:
+      return "counter rate disagrees with the kernel";
+    case fallback_reason::unsupported_arch:
+      return "unsupported architecture";
+    case fallback_reason::timekeeper_failed:
+      return "timekeeper thread could not start";
+    case fallback_reason::counter_too_slow:
+      return "counter slower than 1 GHz (fixed shift 32)";
   }
   return "unknown";
 }
@@ -82,8 +93,7 @@ status_snapshot read_status(int wait_ms) {
   s.freq_ppb = detail::load_relaxed(p.freq_ppb);
   s.updates = detail::load_relaxed(p.updates);
   if (s.updates > 0) {
-    s.update_age_ns =
-        kernel::now_ns(CLOCK_MONOTONIC) - detail::load_relaxed(p.last_update_mono_ns);
+    s.update_age_ns = kernel::now_ns(CLOCK_MONOTONIC) - detail::load_relaxed(p.last_update_mono_ns);
   }
   s.offset_realtime_ns = offset_now(CLOCK_REALTIME);
   s.offset_monotonic_ns = offset_now(CLOCK_MONOTONIC);

@@ -17,13 +17,13 @@ struct status_snapshot {
   std::string trust_note;          // why the counter is (not) trusted
   bool invariant_counter = false;  // CPUID invariant TSC
   bool has_vdso = false;
-  double counter_hz = 0;           // calibrated
-  std::int64_t tick_ns = 0;        // timekeeper period
+  double counter_hz = 0;            // calibrated
+  std::int64_t tick_ns = 0;         // timekeeper period
   std::int64_t update_age_ns = -1;  // kernel MONOTONIC now - last publish
-  std::int64_t error_mono_ns = 0;  // last measured vclock - kernel MONOTONIC
-  std::int64_t error_raw_ns = 0;   // last measured vclock - kernel MONOTONIC_RAW
-  std::int64_t bracket_ns = 0;     // width of the last kernel sample
-  std::int64_t freq_ppb = 0;       // MONOTONIC rate vs the calibrated counter
+  std::int64_t error_mono_ns = 0;   // last measured vclock - kernel MONOTONIC
+  std::int64_t error_raw_ns = 0;    // last measured vclock - kernel MONOTONIC_RAW
+  std::int64_t bracket_ns = 0;      // width of the last kernel sample
+  std::int64_t freq_ppb = 0;        // MONOTONIC rate vs the calibrated counter
   std::uint64_t updates = 0;
   // vclock minus kernel, measured now by bracketing (vclock read between two
   // kernel reads; the offset is to the midpoint). Fine clocks only.

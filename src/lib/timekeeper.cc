@@ -217,8 +217,8 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   // Half a second at most: the timespec reader adds elapsed time to a
   // split base with a single carry, which needs elapsed < 1 s.
   const double half_second_ticks = 0.5e9 / (mono_.nominal * headroom);
-  const auto wanted = static_cast<std::uint64_t>(
-      std::min(tick_ticks * config_.validity_ticks, half_second_ticks));
+  const auto wanted =
+      static_cast<std::uint64_t>(std::min(tick_ticks * config_.validity_ticks, half_second_ticks));
   const mult_shift ms = choose_mult_shift(std::max(mono_.nominal, raw_.nominal) * headroom, wanted,
                                           arch::fixed_shift);
   if (ms.max_delta == 0) {
@@ -287,9 +287,9 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
       // +/-1 s: apply it exactly, so TAI does not move by sampling noise.
       const std::int64_t leap_moved =
           offsets_.realtime - std::int64_t{careful.tai_s - offsets_.tai_s} * detail::ns_per_s;
-      const bool is_leap = careful.tai_s != offsets_.tai_s &&
-                           std::llabs(careful.realtime - leap_moved) <=
-                               careful.width_ns + step_threshold_ns;
+      const bool is_leap =
+          careful.tai_s != offsets_.tai_s &&
+          std::llabs(careful.realtime - leap_moved) <= careful.width_ns + step_threshold_ns;
       offsets_.realtime = is_leap ? leap_moved : careful.realtime;
     }
     if (careful.boottime - offsets_.boottime > careful.width_ns + step_threshold_ns) {
@@ -328,8 +328,8 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     store_relaxed(page_.last_error_raw_ns, e_raw);
     // An upper bound of how far vclock is ahead of the kernel, for readers
     // that must answer from the kernel without stepping back.
-    const std::int64_t lead = std::max<std::int64_t>(
-        0, std::max(e_mono + mono.width_ns, e_raw + raw.width_ns));
+    const std::int64_t lead =
+        std::max<std::int64_t>(0, std::max(e_mono + mono.width_ns, e_raw + raw.width_ns));
     store_relaxed(page_.lead_ns, lead);
     if (e_mono < -config_.jump_ns) {
       resync = true;  // far behind the kernel: step forward, never back
@@ -505,6 +505,8 @@ void timekeeper::publish(bool resync) noexcept {
   next.seq = seq + 1;
   published_ = next;
 
+  write_coarse(next, true);
+
   store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(fallback_reason::none));
   store_relaxed(page_.last_update_mono_ns, next.mono_ns);
   store_relaxed(page_.updates, detail::load_relaxed(page_.updates) + 1);
@@ -537,8 +539,24 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   detail::write_end(page_.hot.seq, seq);
   next.seq = seq + 1;
   published_ = next;
+  write_coarse(next, false);
   // The floor now covers the lead: fallback answers are max(kernel, floor).
   store_relaxed(page_.lead_ns, std::int64_t{0});
+}
+
+// The coarse clocks of `l` (just published to hot), or "off".
+void timekeeper::write_coarse(const clock_line& l, bool valid) noexcept {
+  coarse_line& c = page_.coarse;
+  const std::int64_t realtime = l.mono_ns + l.realtime_offset_ns;
+  const std::uint32_t seq = detail::write_begin(c.seq);
+  store(c.valid, valid ? 1u : 0u);
+  store(c.mono_ns, l.mono_ns);
+  store(c.realtime_ns, realtime);
+  store(c.mono_sec, l.mono_ns / detail::ns_per_s);
+  store(c.mono_nsec, l.mono_ns % detail::ns_per_s);
+  store(c.realtime_sec, realtime / detail::ns_per_s);
+  store(c.realtime_nsec, realtime % detail::ns_per_s);
+  detail::write_end(c.seq, seq);
 }
 
 void timekeeper::fault(fallback_reason why) noexcept {

@@ -85,8 +85,8 @@ class timekeeper {
     int outliers = 0;  // consecutive samples off the line, same sign
     int outlier_sign = 0;
   };
-  struct clock_sample {    // one kernel clock, bracketed by counter reads
-    std::uint64_t c = 0;   // counter at the kernel read (bracket midpoint)
+  struct clock_sample {      // one kernel clock, bracketed by counter reads
+    std::uint64_t c = 0;     // counter at the kernel read (bracket midpoint)
     std::uint64_t c_lo = 0;  // counter before the kernel read
     std::int64_t k = 0;
     std::int64_t width_ns = 0;
@@ -114,6 +114,7 @@ class timekeeper {
   // (after fallback, a stall or a suspend).
   void publish(bool resync) noexcept;
   void turn_off(fallback_reason why) noexcept;
+  void write_coarse(const clock_line& l, bool valid) noexcept;
   std::uint32_t open_backup() noexcept;
   void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "vclock/detail/arch.h"
 #include "vclock/detail/seqlock.h"
@@ -146,7 +147,7 @@ template <class T>
 // no system call.
 template <clock_kind K, class Out = as_ns, class Counter, class Careful>
 [[gnu::always_inline]] inline typename Out::result read_fast(const page& p, Counter&& counter,
-                                                            Careful&& careful) noexcept {
+                                                             Careful&& careful) noexcept {
   const clock_line& l = p.hot;
   for (;;) {
     // Pairs with write_begin()/write_end() in the timekeeper.
@@ -184,6 +185,46 @@ template <clock_kind K, class Out = as_ns, class Counter, class Careful>
       if (seq_after == seq) [[likely]] {
         return result;
       }
+    }
+  }
+}
+
+// The coarse clocks' hot path: the coarse line only. `careful()` returns ns
+// (the careful path of the same clock) when the line is off or being
+// written. `Out` is as_ns, as_timespec or as_seconds.
+struct as_seconds {
+  using result = std::int64_t;
+  static result from_ns(std::int64_t ns) noexcept {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(ns) / 1'000'000'000u);
+  }
+};
+
+template <clock_kind K, class Out, class Careful>
+[[gnu::always_inline]] inline typename Out::result read_coarse(const page& p,
+                                                               Careful&& careful) noexcept {
+  static_assert(is_coarse(K));
+  constexpr bool realtime = K == clock_kind::realtime_coarse;
+  const coarse_line& l = p.coarse;
+  for (;;) {
+    const std::uint32_t seq = load(l.seq);  // pairs with write_end() in publish()
+    if (seq & 1u) [[unlikely]] {
+      return Out::from_ns(careful());
+    }
+    const std::uint32_t valid = load(l.valid);
+    typename Out::result r;
+    if constexpr (std::is_same_v<Out, as_timespec>) {
+      r.tv_sec = static_cast<time_t>(load(realtime ? l.realtime_sec : l.mono_sec));
+      r.tv_nsec = static_cast<long>(load(realtime ? l.realtime_nsec : l.mono_nsec));
+    } else if constexpr (std::is_same_v<Out, as_seconds>) {
+      r = load(realtime ? l.realtime_sec : l.mono_sec);
+    } else {
+      r = load(realtime ? l.realtime_ns : l.mono_ns);
+    }
+    if (load_relaxed(l.seq) == seq) [[likely]] {
+      if (valid == 0) [[unlikely]] {
+        return Out::from_ns(careful());
+      }
+      return r;
     }
   }
 }

@@ -29,7 +29,9 @@ template <counter_ordering O>
 inline counter_read read_counter() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return {static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec), 0};
+  return {
+      static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u + static_cast<std::uint64_t>(ts.tv_nsec),
+      0};
 }
 
 inline std::uint64_t read_counter_after_stores() noexcept {

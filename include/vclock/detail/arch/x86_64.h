@@ -64,10 +64,14 @@ inline void relax() noexcept { asm volatile("pause" ::: "memory"); }
 
 inline const char* ordering_name(counter_ordering o) noexcept {
   switch (o) {
-    case counter_ordering::none: return "rdtsc";
-    case counter_ordering::lfence: return "lfence;rdtsc";
-    case counter_ordering::mfence: return "mfence;rdtsc";
-    case counter_ordering::rdtscp: return "rdtscp";
+    case counter_ordering::none:
+      return "rdtsc";
+    case counter_ordering::lfence:
+      return "lfence;rdtsc";
+    case counter_ordering::mfence:
+      return "mfence;rdtsc";
+    case counter_ordering::rdtscp:
+      return "rdtscp";
   }
   return "unknown";
 }
