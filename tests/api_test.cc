@@ -29,12 +29,16 @@
 
 #include "runtime.h"
 #include "status.h"
+#include "support/child_process.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 
 extern char** environ;
 
 namespace {
+
+using vclock::test::run_child_test;
+using vclock::test::wait_with_watchdog;
 
 constexpr std::int64_t tolerance_ns = 50'000;
 constexpr std::int64_t ns_per_s = 1'000'000'000;
@@ -113,39 +117,6 @@ std::int64_t coarse_tolerance_ns(clockid_t coarse) {
   EXPECT_EQ(vclock_getres(coarse, &ours), 0);
   EXPECT_EQ(clock_getres(coarse, &kernels), 0);
   return to_ns(ours) + to_ns(kernels) + 20'000'000;
-}
-
-// Runs this test binary again with --gtest_filter=`filter` and `env` in front of the current
-// environment (execve: a fresh process, whose first vclock call is truly its first). Returns
-// the wait status, or -1 if the child did not finish within `timeout` (it is then killed).
-int run_child_test(const std::string& filter, const std::vector<std::string>& env,
-                   std::chrono::seconds timeout) {
-  std::vector<std::string> strings = env;
-  for (char** e = environ; *e != nullptr; ++e) strings.emplace_back(*e);
-  std::vector<char*> envp;
-  for (std::string& s : strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string self = "/proc/self/exe";
-  std::string filter_arg = "--gtest_filter=" + filter;
-  char* argv[] = {self.data(), filter_arg.data(), nullptr};
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execve(self.c_str(), argv, envp.data());
-    _exit(127);
-  }
-  if (pid < 0) return -1;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return status;
 }
 
 // Ends a child test run: flushes gtest's output and exits with child_passed or 1.

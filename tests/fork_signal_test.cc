@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "status.h"
+#include "support/child_process.h"
 #include "vclock/vclock.h"
 
 extern char** environ;
@@ -39,6 +40,9 @@ extern char** environ;
 
 namespace {
 
+using vclock::test::run_child_test;
+using vclock::test::wait_with_watchdog;
+
 constexpr std::int64_t tolerance_ns = 50'000;  // as in api_test.cc: functional, not precision
 constexpr std::int64_t ns_per_s = 1'000'000'000;
 constexpr int child_passed = 3;  // not 0: a --gtest_filter that matches nothing exits 0
@@ -47,44 +51,6 @@ std::int64_t kernel_ns(clockid_t clock) {
   timespec ts{};
   clock_gettime(clock, &ts);
   return std::int64_t{ts.tv_sec} * ns_per_s + ts.tv_nsec;
-}
-
-// Waits for `pid` at most `timeout`; kills it after that. Returns the wait status, or -1 on
-// a timeout.
-int wait_with_watchdog(pid_t pid, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return status;
-}
-
-// Runs this test binary again (execve: a fresh process) with --gtest_filter=`filter` and
-// `env` in front of the environment. Returns the wait status, -1 on a timeout.
-int run_child_test(const std::string& filter, const std::vector<std::string>& env,
-                   std::chrono::seconds timeout) {
-  std::vector<std::string> strings = env;
-  for (char** e = environ; *e != nullptr; ++e) strings.emplace_back(*e);
-  std::vector<char*> envp;
-  for (std::string& s : strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string self = "/proc/self/exe";
-  std::string filter_arg = "--gtest_filter=" + filter;
-  char* argv[] = {self.data(), filter_arg.data(), nullptr};
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execve(self.c_str(), argv, envp.data());
-    _exit(127);
-  }
-  if (pid < 0) return -1;
-  return wait_with_watchdog(pid, timeout);
 }
 
 // Ends a child (forked or exec'd): flushes gtest's output, exits child_passed or 1.

@@ -107,25 +107,7 @@ const char* kind_name(clock_kind k) {
 
 // The kernel clock a reader's fallback asks, and the one its answer is
 // measured against (coarse clocks: against the fine clock).
-clockid_t fallback_clock(clock_kind k) {
-  switch (k) {
-    case clock_kind::realtime:
-      return CLOCK_REALTIME;
-    case clock_kind::monotonic:
-      return CLOCK_MONOTONIC;
-    case clock_kind::monotonic_raw:
-      return CLOCK_MONOTONIC_RAW;
-    case clock_kind::boottime:
-      return CLOCK_BOOTTIME;
-    case clock_kind::tai:
-      return CLOCK_TAI;
-    case clock_kind::realtime_coarse:
-      return CLOCK_REALTIME_COARSE;
-    case clock_kind::monotonic_coarse:
-      return CLOCK_MONOTONIC_COARSE;
-  }
-  return CLOCK_MONOTONIC;
-}
+clockid_t fallback_clock(clock_kind k) { return vclock::detail::kernel_clock_of(k); }
 clockid_t reference_clock(clock_kind k) {
   if (k == clock_kind::realtime_coarse) return CLOCK_REALTIME;
   if (k == clock_kind::monotonic_coarse) return CLOCK_MONOTONIC;

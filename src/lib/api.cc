@@ -21,26 +21,6 @@ namespace {
 
 using arch::counter_ordering;
 
-constexpr clockid_t kernel_id(clock_kind k) noexcept {
-  switch (k) {
-    case clock_kind::realtime:
-      return CLOCK_REALTIME;
-    case clock_kind::monotonic:
-      return CLOCK_MONOTONIC;
-    case clock_kind::monotonic_raw:
-      return CLOCK_MONOTONIC_RAW;
-    case clock_kind::boottime:
-      return CLOCK_BOOTTIME;
-    case clock_kind::tai:
-      return CLOCK_TAI;
-    case clock_kind::realtime_coarse:
-      return CLOCK_REALTIME_COARSE;
-    case clock_kind::monotonic_coarse:
-      return CLOCK_MONOTONIC_COARSE;
-  }
-  return CLOCK_MONOTONIC;
-}
-
 // The strongest ordering serves the careful path: it is never hot.
 #if defined(__x86_64__)
 constexpr counter_ordering careful_ordering = counter_ordering::mfence;
@@ -53,7 +33,7 @@ template <clock_kind K>
   ensure_started();
   return read_careful<K>(
       the_page, [] { return arch::read_counter<careful_ordering>(); },
-      [] { return kernel::now_ns(kernel_id(K)); });
+      [] { return kernel::now_ns(kernel_clock_of(K)); });
 }
 
 template <clock_kind K, counter_ordering O>

@@ -28,6 +28,27 @@ enum class clock_kind : unsigned {
   monotonic_coarse,
 };
 
+// The kernel's id for each page clock: what the fallback asks.
+inline constexpr clockid_t kernel_clock_of(clock_kind k) noexcept {
+  switch (k) {
+    case clock_kind::realtime:
+      return CLOCK_REALTIME;
+    case clock_kind::monotonic:
+      return CLOCK_MONOTONIC;
+    case clock_kind::monotonic_raw:
+      return CLOCK_MONOTONIC_RAW;
+    case clock_kind::boottime:
+      return CLOCK_BOOTTIME;
+    case clock_kind::tai:
+      return CLOCK_TAI;
+    case clock_kind::realtime_coarse:
+      return CLOCK_REALTIME_COARSE;
+    case clock_kind::monotonic_coarse:
+      return CLOCK_MONOTONIC_COARSE;
+  }
+  return CLOCK_MONOTONIC;
+}
+
 inline constexpr bool is_coarse(clock_kind k) noexcept {
   return k == clock_kind::realtime_coarse || k == clock_kind::monotonic_coarse;
 }
