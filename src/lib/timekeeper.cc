@@ -188,7 +188,8 @@ void timekeeper::clock_was_set() noexcept {
 }
 
 void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept {
-  if (mono.width_ns > config_.max_bracket_ns || raw.width_ns > config_.max_bracket_ns) {
+  if (mono.width_ns > config_.calibration_bracket_ns ||
+      raw.width_ns > config_.calibration_bracket_ns) {
     return;  // preempted sample: try again next tick
   }
   if (!have_calib_) {
@@ -199,6 +200,12 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   }
   const std::int64_t elapsed = mono.k - calib_mono_.k;
   if (elapsed < config_.calibration_ns) {
+    return;
+  }
+  // The offsets are measured once here and then only stepped or refined:
+  // start from a precise measurement, or try again next tick.
+  const offsets first_offsets = measure_offsets(8);
+  if (first_offsets.width_ns > config_.calibration_bracket_ns) {
     return;
   }
   if (mono.c <= calib_mono_.c || raw.c <= calib_raw_.c || raw.k <= calib_raw_.k) {
@@ -229,7 +236,7 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   validity_delta_ = ms.max_delta;
   restart_line(mono_, mono);
   restart_line(raw_, raw);
-  offsets_ = measure_offsets(8);
+  offsets_ = first_offsets;
   recheck_offsets_ = false;
   min_width_ns_ = std::max(mono.width_ns, raw.width_ns);
   last_mono_ = mono;
@@ -299,6 +306,7 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
       have_last_ = false;
     }
     offsets_.tai_s = careful.tai_s;
+    offsets_.width_ns = careful.width_ns;
     recheck_offsets_ = false;
   }
 

@@ -26,6 +26,9 @@ struct timekeeper_config {
   int sample_tries = 3;
   // A sample whose bracket is wider than this was preempted: skipped.
   std::int64_t max_bracket_ns = 20'000;
+  // Calibration (the first rate and the offsets) waits for brackets at
+  // least this narrow: its errors last until the discipline removes them.
+  std::int64_t calibration_bracket_ns = 2'000;
   // Offset errors are removed by slewing over about this long.
   std::int64_t phase_time_ns = 64'000'000;
   // Bound on the slew used to remove an offset: |rate - kernel rate|.
