@@ -525,13 +525,19 @@ TEST(Reader, WriterMidUpdateAnswersFromTheFrozenBackupLine) {
       EXPECT_EQ(careful, 1);
       EXPECT_EQ(kernel.calls, 0);
     }
-    // Past the freeze point: time stands still at the cap, without asking the kernel.
+    // Past the freeze point: time stands still at the cap while the kernel, less the page's
+    // lag, is behind it; a writer stalled there longer is followed lag_ns behind the kernel.
+    p->lag_ns = 300;
+    const std::int64_t cap = cap_time(K, p->backup);
     for (const std::uint64_t delta : {std::uint64_t{1000}, std::uint64_t{1} << 40}) {
       fake_counter counter{p->backup.cycle_last + delta};
-      fake_kernel kernel{std::numeric_limits<std::int64_t>::max()};
       int careful = 0;
-      EXPECT_EQ(read<K>(*p, counter, kernel, careful), cap_time(K, p->backup));
-      EXPECT_EQ(kernel.calls, 0);
+      fake_kernel behind{cap - 1000};
+      EXPECT_EQ(read<K>(*p, counter, behind, careful), cap);
+      fake_kernel stalled{cap + 1'000'000};
+      const std::int64_t followed = vclock::detail::is_coarse(K) ? cap : cap + 1'000'000 - 300;
+      EXPECT_EQ(read<K>(*p, counter, stalled, careful), followed);
+      EXPECT_EQ(behind.calls + stalled.calls, vclock::detail::is_coarse(K) ? 0 : 2);
     }
   });
 }

@@ -119,7 +119,12 @@ struct alignas(4096) page {
   // answers max(kernel + lead_ns, base), never below what the page gave.
   // 0 while the page is off (its floor already covers the lead).
   std::int64_t lead_ns;
-  std::uint8_t pad2[64 - 40];
+  // How far the page may be behind the kernel (>= 0). A reader frozen on
+  // the backup line while the writer is stalled mid-update answers
+  // max(frozen time, kernel - lag_ns): it stands still, but never falls
+  // further behind the kernel than the page itself would.
+  std::int64_t lag_ns;
+  std::uint8_t pad2[64 - 48];
 
   // Line 3: timekeeper status, written with relaxed atomics, read by status.
   std::uint64_t counter_hz;          // calibrated counter frequency, Hz

@@ -334,11 +334,12 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     const std::int64_t e_raw = time_at(raw.c, true) - raw.k;
     store_relaxed(page_.last_error_mono_ns, e_mono);
     store_relaxed(page_.last_error_raw_ns, e_raw);
-    // An upper bound of how far vclock is ahead of the kernel, for readers
-    // that must answer from the kernel without stepping back.
-    const std::int64_t lead =
-        std::max<std::int64_t>(0, std::max(e_mono + mono.width_ns, e_raw + raw.width_ns));
-    store_relaxed(page_.lead_ns, lead);
+    // Bounds of how far vclock is ahead of (lead) and behind (lag) the
+    // kernel, for readers that must mix in a kernel answer without
+    // stepping back: the errors, widened by the sample and offset widths.
+    const std::int64_t margin = std::max(mono.width_ns, raw.width_ns) + offsets_.width_ns;
+    store_relaxed(page_.lead_ns, std::max<std::int64_t>(0, std::max(e_mono, e_raw) + margin));
+    store_relaxed(page_.lag_ns, std::max<std::int64_t>(0, margin - std::min(e_mono, e_raw)));
     if (e_mono < -config_.jump_ns) {
       resync = true;  // far behind the kernel: step forward, never back
     }

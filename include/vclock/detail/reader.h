@@ -257,7 +257,8 @@ inline constexpr std::uint64_t max_lag_ticks = std::uint64_t{1} << 20;
 
 // Everything the fast path does not handle, answered without waiting:
 //  - writer mid-update: read the backup line, frozen at the writer's
-//    switch point (time stands still for the rest of the update);
+//    switch point (time stands still for the rest of the update, but
+//    follows the kernel, lag_ns behind, if the writer stalls);
 //  - counter behind cycle_last by a little: clamp to cycle_last;
 //  - page stale (delta >= max_delta) or off (max_delta == 0): ask the
 //    kernel, and return max(kernel + lead, base): the page was at most
@@ -297,7 +298,11 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
       delta = 0;  // another CPU's counter, a few ticks behind the writer's
     } else if (delta >= max_delta) {
       if (use_backup) {
-        return base + delta_to_ns(max_delta - 1, mult, shift);  // frozen at the switch
+        // Frozen at the writer's switch point; if the writer stalls there,
+        // follow the kernel from behind, no further than the page's lag.
+        const std::int64_t frozen = base + delta_to_ns(max_delta - 1, mult, shift);
+        const std::int64_t k = kernel() - load_relaxed(p.lag_ns);
+        return k > frozen ? k : frozen;
       }
       // Stale (or the counter far behind cycle_last): never extrapolate.
       // The page gave at most kernel + lead, and at least base.
