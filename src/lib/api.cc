@@ -48,10 +48,18 @@ template <clock_kind K, counter_ordering O>
       the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K>(); });
 }
 
-// The coarse clocks need no ordering: they read no counter.
+// The coarse clocks need no ordering: they read no counter. Out of line
+// (reached by a tail jump), so that they add no register pressure, and no
+// stack frame, to the fine clocks' leaf functions.
 template <clock_kind K, class Out>
-[[gnu::always_inline]] inline typename Out::result coarse() noexcept {
+[[gnu::noinline]] typename Out::result coarse() noexcept {
   return read_coarse<K, Out>(the_page, [] { return careful_ns<K>(); });
+}
+
+template <clock_kind K>
+[[gnu::noinline]] int coarse_timespec(timespec* ts) noexcept {
+  *ts = read_coarse<K, as_timespec>(the_page, [] { return careful_ns<K>(); });
+  return 0;
 }
 
 std::int64_t forward_ns(clockid_t clock) noexcept {
@@ -89,11 +97,24 @@ template <counter_ordering O>
   }
 }
 
+// REALTIME out of line too: it needs one register more than MONOTONIC, and
+// sharing a function would give MONOTONIC a stack frame.
+template <clock_kind K, counter_ordering O>
+[[gnu::noinline]] std::int64_t clock_ns() noexcept {
+  return now_ns<K, O>();
+}
+
+template <clock_kind K, counter_ordering O>
+[[gnu::noinline]] int clock_timespec(timespec* ts) noexcept {
+  *ts = now_timespec<K, O>();
+  return 0;
+}
+
 template <counter_ordering O>
 std::int64_t gettime_ns(clockid_t clock) noexcept {
   if (clock == CLOCK_MONOTONIC) [[likely]]
     return now_ns<clock_kind::monotonic, O>();
-  if (clock == CLOCK_REALTIME) return now_ns<clock_kind::realtime, O>();
+  if (clock == CLOCK_REALTIME) return clock_ns<clock_kind::realtime, O>();
   if (clock == CLOCK_MONOTONIC_COARSE) return coarse<clock_kind::monotonic_coarse, as_ns>();
   if (clock == CLOCK_REALTIME_COARSE) return coarse<clock_kind::realtime_coarse, as_ns>();
   return gettime_ns_other<O>(clock);
@@ -122,18 +143,9 @@ int gettime(clockid_t clock, timespec* ts) noexcept {
     *ts = now_timespec<clock_kind::monotonic, O>();
     return 0;
   }
-  if (clock == CLOCK_REALTIME) {
-    *ts = now_timespec<clock_kind::realtime, O>();
-    return 0;
-  }
-  if (clock == CLOCK_MONOTONIC_COARSE) {
-    *ts = coarse<clock_kind::monotonic_coarse, as_timespec>();
-    return 0;
-  }
-  if (clock == CLOCK_REALTIME_COARSE) {
-    *ts = coarse<clock_kind::realtime_coarse, as_timespec>();
-    return 0;
-  }
+  if (clock == CLOCK_REALTIME) return clock_timespec<clock_kind::realtime, O>(ts);
+  if (clock == CLOCK_MONOTONIC_COARSE) return coarse_timespec<clock_kind::monotonic_coarse>(ts);
+  if (clock == CLOCK_REALTIME_COARSE) return coarse_timespec<clock_kind::realtime_coarse>(ts);
   return gettime_other<O>(clock, ts);
 }
 
