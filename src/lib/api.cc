@@ -149,6 +149,24 @@ int gettime(clockid_t clock, timespec* ts) noexcept {
   return gettime_other<O>(clock, ts);
 }
 
+template <counter_ordering O>
+int gettimeofday(timeval* tv, void* tz) noexcept {
+  if (tz != nullptr) [[unlikely]] {
+    // Rare, and the kernel owns the timezone: ask it.
+    const int r = kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
+    if (r != 0) {
+      errno = -r;
+      return -1;
+    }
+  }
+  if (tv != nullptr) [[likely]] {
+    const timespec ts = now_timespec<clock_kind::realtime, O>();
+    tv->tv_sec = ts.tv_sec;
+    tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace vclock::detail
 
@@ -184,8 +202,24 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_fn
   }
 }
 
+using gettimeofday_fn = int (*)(timeval*, void*) noexcept;
+
+__attribute__((no_sanitize("address", "thread", "undefined"))) static gettimeofday_fn
+resolve_gettimeofday() {
+  switch (vclock::chosen_ordering()) {
+    case counter_ordering::mfence:
+      return d::gettimeofday<counter_ordering::mfence>;
+    case counter_ordering::rdtscp:
+      return d::gettimeofday<counter_ordering::rdtscp>;
+    default:
+      return d::gettimeofday<counter_ordering::lfence>;
+  }
+}
+
 VCLOCK_API std::int64_t vclock_gettime_ns(clockid_t clock) noexcept
     __attribute__((ifunc("resolve_gettime_ns")));
+VCLOCK_API int vclock_gettimeofday(timeval* tv, void* tz) noexcept
+    __attribute__((ifunc("resolve_gettimeofday")));
 VCLOCK_API int vclock_gettime(clockid_t clock, timespec* ts) noexcept
     __attribute__((ifunc("resolve_gettime")));
 #else
@@ -194,6 +228,9 @@ VCLOCK_API std::int64_t vclock_gettime_ns(clockid_t clock) noexcept {
 }
 VCLOCK_API int vclock_gettime(clockid_t clock, timespec* ts) noexcept {
   return d::gettime<counter_ordering::ordered>(clock, ts);
+}
+VCLOCK_API int vclock_gettimeofday(timeval* tv, void* tz) noexcept {
+  return d::gettimeofday<counter_ordering::ordered>(tv, tz);
 }
 #endif
 
@@ -222,24 +259,6 @@ VCLOCK_API int vclock_getres(clockid_t clock, timespec* res) noexcept {
       res->tv_sec = static_cast<time_t>(tick / 1'000'000'000);
       res->tv_nsec = static_cast<long>(tick % 1'000'000'000);
     }
-  }
-  return 0;
-}
-
-VCLOCK_API int vclock_gettimeofday(timeval* tv, void* tz) noexcept {
-  if (tz != nullptr) {
-    // Rare, and the kernel owns the timezone: ask it.
-    const int r = vclock::kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
-    if (r != 0) {
-      errno = -r;
-      return -1;
-    }
-  }
-  if (tv != nullptr) {
-    timespec ts;
-    vclock_gettime(CLOCK_REALTIME, &ts);  // cannot fail for a page clock
-    tv->tv_sec = ts.tv_sec;
-    tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
   }
   return 0;
 }
