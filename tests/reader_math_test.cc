@@ -542,7 +542,7 @@ TEST(Reader, WriterMidUpdateAnswersFromTheFrozenBackupLine) {
   });
 }
 
-TEST(Reader, RetriesWhenTheWriterPublishesDuringTheRead) {
+TEST(Reader, RereadsWhenTheWriterPublishesDuringTheRead) {
   auto p = make_page();
   p->hot = typical_line(10);
   const clock_line before = p->hot;
@@ -559,8 +559,15 @@ TEST(Reader, RetriesWhenTheWriterPublishesDuringTheRead) {
     }
     return vclock::arch::counter_read{now, 0};
   };
-  const std::int64_t t = vclock::detail::read_fast<clock_kind::monotonic>(
-      *p, counter, []() noexcept -> std::int64_t { return -1; });
+  // The fast path does not loop: a changed seq goes to the careful path, which re-reads.
+  int careful = 0;
+  const auto careful_fn = [&]() noexcept {
+    ++careful;
+    return vclock::detail::read_careful<clock_kind::monotonic>(
+        *p, counter, []() noexcept -> std::int64_t { return -1; });
+  };
+  const std::int64_t t = vclock::detail::read_fast<clock_kind::monotonic>(*p, counter, careful_fn);
+  EXPECT_EQ(careful, 1);
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(t, expected_time(clock_kind::monotonic, p->hot, now));
   EXPECT_NE(t, expected_time(clock_kind::monotonic, before, now));

@@ -65,9 +65,14 @@ std::int64_t offset_now(clockid_t clock) {
 status_snapshot read_status(int wait_ms) {
   (void)vclock_gettime_ns(CLOCK_MONOTONIC);  // starts the timekeeper
   const page& p = detail::the_page;
+  // Wait for calibration, then for a few ticks, so the error figures come
+  // from the discipline rather than from the first publish.
   for (int i = 0; i < wait_ms; ++i) {
     const auto r = static_cast<fallback_reason>(detail::load_relaxed(p.mode_reason));
-    if (r != fallback_reason::calibrating && r != fallback_reason::not_started) break;
+    const bool calibrating = r == fallback_reason::calibrating || r == fallback_reason::not_started;
+    if (!calibrating && (r != fallback_reason::none || detail::load_relaxed(p.updates) >= 4)) {
+      break;
+    }
     const timespec ms{0, 1'000'000};
     nanosleep(&ms, nullptr);
   }

@@ -170,43 +170,40 @@ template <clock_kind K, class Out = as_ns, class Counter, class Careful>
 [[gnu::always_inline]] inline typename Out::result read_fast(const page& p, Counter&& counter,
                                                              Careful&& careful) noexcept {
   const clock_line& l = p.hot;
-  for (;;) {
-    // Pairs with write_begin()/write_end() in the timekeeper.
-    const std::uint32_t seq = load(l.seq);
-    if (seq & 1u) [[unlikely]] {
-      return Out::from_ns(careful());  // writer mid-update: the backup line
+  // Straight-line: a writer mid-update, a changed seq (a retry) and every
+  // unusual delta all go to careful(), which loops if it must. With no
+  // loop here the page address is not kept in a register across the
+  // counter read, and the common path needs no callee-saved register.
+  // Pairs with write_begin()/write_end() in the timekeeper.
+  const std::uint32_t seq = load(l.seq);
+  if (seq & 1u) [[unlikely]] {
+    return Out::from_ns(careful());  // writer mid-update: the backup line
+  }
+  if constexpr (is_coarse(K)) {
+    const std::uint64_t max_delta = load(l.max_delta);
+    const std::int64_t ns = load(l.mono_ns) + load_offset<K>(l);
+    if (max_delta == 0 || load_relaxed(l.seq) != seq) [[unlikely]] {
+      return Out::from_ns(careful());  // not calibrated, fallback, or a retry
     }
-    if constexpr (is_coarse(K)) {
-      const std::uint64_t max_delta = load(l.max_delta);
-      const std::int64_t ns = load(l.mono_ns) + load_offset<K>(l);
-      if (max_delta == 0) [[unlikely]] {
-        return Out::from_ns(careful());  // not calibrated or fallback mode
-      }
-      if (load_relaxed(l.seq) == seq) [[likely]] {
-        return Out::from_ns(ns);
-      }
-    } else {
-      const std::uint64_t cycle_last = load(l.cycle_last);
-      const std::uint64_t max_delta = load(l.max_delta);
-      const std::uint32_t mult = load_mult<K>(l);
-      const unsigned shift = load_shift(l);
-      const std::int64_t base = load_base<K>(l) + load_offset<K>(l);
-      const auto now = counter();
-      // `now.zero` is 0 but depends on the counter read: this load cannot
-      // run before the counter is read, so a reader whose counter is past
-      // the writer's switch point always sees the new seq (timekeeper.cc,
-      // "Why the switch point is safe").
-      const std::uint32_t seq_after = load_relaxed((&l.seq)[now.zero]);
-      const auto prepared = Out::prepare(after_counter_read(base));
-      const std::uint64_t delta = now.value - cycle_last;
-      if (delta >= max_delta) [[unlikely]] {
-        return Out::from_ns(careful());
-      }
-      const auto result = Out::finish(prepared, delta_to_ns(delta, mult, shift));
-      if (seq_after == seq) [[likely]] {
-        return result;
-      }
+    return Out::from_ns(ns);
+  } else {
+    const std::uint64_t cycle_last = load(l.cycle_last);
+    const std::uint64_t max_delta = load(l.max_delta);
+    const std::uint32_t mult = load_mult<K>(l);
+    const unsigned shift = load_shift(l);
+    const std::int64_t base = load_base<K>(l) + load_offset<K>(l);
+    const auto now = counter();
+    // `now.zero` is 0 but depends on the counter read: this load cannot
+    // run before the counter is read, so a reader whose counter is past
+    // the writer's switch point always sees the new seq (timekeeper.cc,
+    // "Why the switch point is safe").
+    const std::uint32_t seq_after = load_relaxed((&l.seq)[now.zero]);
+    const auto prepared = Out::prepare(after_counter_read(base));
+    const std::uint64_t delta = now.value - cycle_last;
+    if (delta >= max_delta || seq_after != seq) [[unlikely]] {
+      return Out::from_ns(careful());
     }
+    return Out::finish(prepared, delta_to_ns(delta, mult, shift));
   }
 }
 
