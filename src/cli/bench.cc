@@ -11,6 +11,11 @@
 //    VM hit every contender alike. Reported: min and median ns per call over
 //    the trials, and the min against the vDSO's CLOCK_MONOTONIC of this run
 //    (and against the vDSO's own reading of the same clock).
+//  - Floor (hot only): between the bare ordered counter read and
+//    vclock_gettime_ns(MONOTONIC), the same loop calls functions of this
+//    file that each add one step of vclock's fast path: a call, the ordered
+//    read, the multiply and shift, the seqlock. What is left above the last
+//    one is the clock-id dispatch and the PLT/ifunc jump.
 //  - Cold: before every single call, the cache lines of the code and data
 //    that the call uses are flushed with CLFLUSH (the same set before every
 //    call, whichever contender is next: see cold_flush_set()), then the call
@@ -45,9 +50,12 @@
 #include "args.h"
 #include "json.h"
 #include "lib/kernel_clock.h"
+#include "lib/ordering.h"
 #include "lib/runtime.h"
 #include "lib/status.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/reader.h"
+#include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 #if __has_include("vclock/vclock.hpp")
 #  include "vclock/vclock.hpp"
@@ -136,9 +144,18 @@ template <class T>
 
 using read_fn = std::uint64_t (*)() noexcept;
 
-// Both fields, so that neither store can be skipped; no division.
-[[gnu::always_inline]] inline std::uint64_t fold(const timespec& ts) noexcept {
-  return static_cast<std::uint64_t>(ts.tv_sec) + static_cast<std::uint64_t>(ts.tv_nsec);
+// A result returned through a pointer (timespec, timeval), used as the
+// kernel's gettime_perf uses it: stored by the call, not read back. The
+// call is opaque (the library, the vDSO, libc), so its stores cannot be
+// dropped, and the empty asm makes `v` live in memory. Reading the fields
+// back would add a store-to-load forward (4-5 cycles) between one call and
+// the next ordered counter read, which waits for it: a cost of this loop,
+// paid alike by every API that returns through a pointer, not of the call.
+// (The floor rows show it: "mult/shift, timespec" against "mult/shift".)
+template <class T>
+[[gnu::always_inline]] inline std::uint64_t fold(const T& v) noexcept {
+  asm volatile("" : : "m"(v));
+  return 0;
 }
 
 template <clockid_t C>
@@ -193,13 +210,13 @@ std::uint64_t libc_ts() noexcept {
 std::uint64_t libc_gettimeofday() noexcept {
   timeval tv{};
   gettimeofday(&tv, nullptr);
-  return static_cast<std::uint64_t>(tv.tv_sec) + static_cast<std::uint64_t>(tv.tv_usec);
+  return fold(tv);
 }
 
 std::uint64_t vclock_tod() noexcept {
   timeval tv{};
   vclock_gettimeofday(&tv, nullptr);
-  return static_cast<std::uint64_t>(tv.tv_sec) + static_cast<std::uint64_t>(tv.tv_usec);
+  return fold(tv);
 }
 
 std::uint64_t libc_time() noexcept { return static_cast<std::uint64_t>(time(nullptr)); }
@@ -213,6 +230,118 @@ std::uint64_t bare_counter() noexcept {
 
 // The floor of the single-call measurements: the two bracketing reads.
 std::uint64_t nothing() noexcept { return 0; }
+
+// ---- The floor -------------------------------------------------------------------------------
+//
+// Where the ns between a bare ordered counter read (inlined in the loop)
+// and vclock_gettime_ns(MONOTONIC) go. Each function is reached by a direct
+// call from the loop and adds one step to the one before; none touches the
+// library. They use the ordering the library chose (add_floor()).
+
+// A stand-in for the page's hot line (vclock/page.h): the fields a
+// MONOTONIC read loads, in one cache line, with the same types. Written
+// once by init_floor_line(), before anything is measured, and never again:
+// the seq stays even, so the seqlock reader always takes its fast path.
+struct alignas(64) floor_line {
+  std::uint32_t seq;
+  std::uint32_t mult;
+  std::uint64_t cycle_last;
+  std::uint64_t max_delta;
+  std::int64_t mono_ns;
+};
+
+floor_line floor_data{};
+
+void init_floor_line() noexcept {
+  floor_data.seq = 0;
+  floor_data.mult = 1'652'000'000;  // 0.3846 ns per tick (2.6 GHz) in 32.32 fixed point
+  floor_data.cycle_last = ticks();
+  // Nothing republishes this line, so every delta of the run must pass the
+  // check; the compare costs the same whatever the bound. (delta * mult
+  // wraps after a few seconds: harmless, the result is only summed.)
+  floor_data.max_delta = std::numeric_limits<std::uint64_t>::max();
+  floor_data.mono_ns = 1'000'000'000'000'000'000;
+}
+
+// x86-64's fixed shift, an immediate as in the reader (detail::load_shift);
+// elsewhere the reader loads it from the page, a difference of one load.
+constexpr unsigned floor_shift = arch::fixed_shift != 0 ? arch::fixed_shift : 32;
+
+// The cost of a call from this loop. The empty volatile asm emits nothing;
+// it keeps GCC from finding the function const and hoisting the call out
+// of the loop, which noinline alone does not forbid.
+[[gnu::noinline]] std::uint64_t call_ret() noexcept {
+  asm volatile("");
+  return 0;
+}
+
+template <arch::counter_ordering O>
+[[gnu::noinline]] std::uint64_t called_read() noexcept {
+  return arch::read_counter<O>().value;
+}
+
+// "The floor: the fenced read plus the multiply chain." Plain loads, after
+// the counter read as in the reader, so they overlap the ordered read.
+template <arch::counter_ordering O>
+[[gnu::noinline]] std::uint64_t called_read_scaled() noexcept {
+  const std::uint64_t now = arch::read_counter<O>().value;
+  const floor_line& l = floor_data;
+  return static_cast<std::uint64_t>(l.mono_ns) + (((now - l.cycle_last) * l.mult) >> floor_shift);
+}
+
+// The same, returned as a timespec through the caller's pointer, as
+// vclock_gettime() does: the split of the base into seconds overlaps the
+// counter read; what the timespec form adds is the carry test and, in this
+// loop, the caller reading back the two stores (store-to-load forwarding,
+// on the path to the next ordered read).
+template <arch::counter_ordering O>
+[[gnu::noinline]] int called_read_scaled_timespec(timespec* ts) noexcept {
+  const std::uint64_t now = arch::read_counter<O>().value;
+  const floor_line& l = floor_data;
+  const auto elapsed = static_cast<std::int64_t>(((now - l.cycle_last) * l.mult) >> floor_shift);
+  *ts = detail::as_timespec::finish(detail::as_timespec::prepare(l.mono_ns), elapsed);
+  return 0;
+}
+
+template <arch::counter_ordering O>
+std::uint64_t floor_timespec() noexcept {
+  timespec ts{};
+  called_read_scaled_timespec<O>(&ts);
+  return fold(ts);
+}
+
+// The seqlock reader's way out, as careful_ns() in src/lib/api.cc: out of
+// line and cold, so the fast path below has the same shape. Never taken.
+[[gnu::cold, gnu::noinline]] std::uint64_t floor_careful() noexcept {
+  return static_cast<std::uint64_t>(vclock_gettime_ns(CLOCK_MONOTONIC));
+}
+
+// detail::read_fast() for MONOTONIC (vclock/detail/reader.h), step for
+// step, on floor_data: acquire load of seq and the odd test, the counter
+// read, the fields loaded after it, seq reloaded through the address that
+// depends on the counter read, one compare of delta and seq, the multiply
+// and shift. Keep it in step with read_fast(): the gap between this row and
+// vclock_gettime_ns(MONOTONIC) is meant to be the clock-id dispatch and the
+// PLT/ifunc jump, nothing else.
+template <arch::counter_ordering O>
+[[gnu::noinline]] std::uint64_t minimal_seqlock_read() noexcept {
+  const floor_line& l = floor_data;
+  const std::uint32_t seq = detail::load(l.seq);
+  if (seq & 1u) [[unlikely]] {
+    return floor_careful();
+  }
+  const arch::counter_read now = arch::read_counter<O>();
+  const std::uint64_t cycle_last = detail::load(l.cycle_last);
+  const std::uint64_t max_delta = detail::load(l.max_delta);
+  const std::uint32_t mult = detail::load(l.mult);
+  const std::int64_t base = detail::load(l.mono_ns);
+  const std::uint32_t seq_after = detail::load_relaxed((&l.seq)[now.zero]);
+  const std::uint64_t delta = now.value - cycle_last;
+  if (delta >= max_delta || seq_after != seq) [[unlikely]] {
+    return floor_careful();
+  }
+  return static_cast<std::uint64_t>(base) + ((delta * mult) >> floor_shift);
+}
 
 #if defined(VCLOCK_BENCH_HAVE_HPP)
 std::uint64_t vclock_steady_now() noexcept {
@@ -354,6 +483,39 @@ void add_counters(std::vector<contender>& out) {
 #endif
 }
 
+template <arch::counter_ordering O>
+void add_floor_reads(std::vector<contender>& out) {
+  const std::string read = arch::ordering_name(O);
+  out.push_back(make<called_read<O>>("floor", "called " + read));
+  out.push_back(make<called_read_scaled<O>>("floor", "called " + read + " + mult/shift"));
+  out.push_back(make<floor_timespec<O>>("floor", "called " + read + " + mult/shift, timespec"));
+  out.push_back(make<minimal_seqlock_read<O>>("floor", "minimal seqlock reader (" + read + ")"));
+}
+
+// The floor rows, with the ordering the library's ordered entry points use:
+// the same choice as the ifunc resolvers in src/lib/api.cc.
+void add_floor(std::vector<contender>& out) {
+  out.push_back(make<call_ret>("floor", "call+ret"));
+#if defined(__x86_64__)
+  // The relaxed entry points' floor: the bare rdtsc.
+  add_floor_reads<arch::counter_ordering::none>(out);
+  using arch::counter_ordering;
+  switch (chosen_ordering()) {
+    case counter_ordering::mfence:
+      add_floor_reads<counter_ordering::mfence>(out);
+      break;
+    case counter_ordering::rdtscp:
+      add_floor_reads<counter_ordering::rdtscp>(out);
+      break;
+    default:
+      add_floor_reads<counter_ordering::lfence>(out);
+      break;
+  }
+#else
+  add_floor_reads<arch::counter_ordering::ordered>(out);
+#endif
+}
+
 // Every contender of the hot table, grouped by clock.
 std::vector<contender> hot_contenders() {
   std::vector<contender> out;
@@ -371,6 +533,7 @@ std::vector<contender> hot_contenders() {
   out.push_back(make<absl_now>("absl", "absl::GetCurrentTimeNanos"));
 #endif
   add_counters(out);
+  add_floor(out);
   return out;
 }
 
@@ -941,7 +1104,9 @@ int print_help(const option_parser& parser) {
       "usage: vclock bench [--quick] [--json] [--cold] [--threads N]\n\n"
       "Measures, side by side in one process pinned to one CPU: vclock (ordered and\n"
       "relaxed, timespec and _ns forms) and the kernel's vDSO for every fast-path clock,\n"
-      "the system call, libc's clock_gettime, gettimeofday and time, and the bare counter.\n"
+      "the system call, libc's clock_gettime, gettimeofday and time, the bare counter,\n"
+      "and the floor between the counter and vclock (a call, the ordered read, the\n"
+      "multiply and shift, a minimal seqlock reader).\n"
       "Hot cache: fastest of %d trials of >= %.0f ms (--quick: %d of >= %.0f ms), ratios\n"
       "to the vDSO's CLOCK_MONOTONIC. Cold cache: median and p90 ticks per call after\n"
       "CLFLUSH of the code and data lines. Tails: p50..max ticks of single calls.\n"
@@ -971,6 +1136,7 @@ int run_bench(std::span<char* const> args) {
   }
 
   vdso_gettime = kernel::vdso_gettime();
+  init_floor_line();
   results r;
   r.m = prepare_machine();
   r.plan = o.quick ? quick_plan : full_plan;

@@ -36,6 +36,15 @@ template <clock_kind K>
       [] { return kernel::now_ns(kernel_clock_of(K)); });
 }
 
+// The careful path of a timespec entry point, storing the result itself:
+// the fast path reaches it by a tail jump, so it needs no stack frame to
+// keep `ts` across a call.
+template <clock_kind K>
+[[gnu::cold, gnu::noinline]] int careful_timespec(timespec* ts) noexcept {
+  *ts = as_timespec::from_ns(careful_ns<K>());
+  return 0;
+}
+
 template <clock_kind K, counter_ordering O>
 [[gnu::always_inline]] inline std::int64_t now_ns() noexcept {
   return read_fast<K>(
@@ -48,18 +57,34 @@ template <clock_kind K, counter_ordering O>
       the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K>(); });
 }
 
-// The coarse clocks need no ordering: they read no counter. Out of line
-// (reached by a tail jump), so that they add no register pressure, and no
-// stack frame, to the fine clocks' leaf functions.
+template <clock_kind K, counter_ordering O>
+[[gnu::always_inline]] inline int now_into(timespec* ts) noexcept {
+  timespec r;
+  if (try_read_fast<K, as_timespec>(
+          the_page, [] { return arch::read_counter<O>(); }, r)) [[likely]] {
+    *ts = r;
+    return 0;
+  }
+  return careful_timespec<K>(ts);
+}
+
+// The coarse clocks need no ordering: they read no counter. Inlined into
+// the dispatch: a few loads on a path of their own, reached after the
+// MONOTONIC and REALTIME tests, that adds no register to the fine clocks'
+// paths (checked in the disassembly: no stack frame).
 template <clock_kind K, class Out>
-[[gnu::noinline]] typename Out::result coarse() noexcept {
+[[gnu::always_inline]] inline typename Out::result coarse() noexcept {
   return read_coarse<K, Out>(the_page, [] { return careful_ns<K>(); });
 }
 
 template <clock_kind K>
-[[gnu::noinline]] int coarse_timespec(timespec* ts) noexcept {
-  *ts = read_coarse<K, as_timespec>(the_page, [] { return careful_ns<K>(); });
-  return 0;
+[[gnu::always_inline]] inline int coarse_timespec(timespec* ts) noexcept {
+  timespec r;
+  if (try_read_coarse<K, as_timespec>(the_page, r)) [[likely]] {
+    *ts = r;
+    return 0;
+  }
+  return careful_timespec<K>(ts);
 }
 
 std::int64_t forward_ns(clockid_t clock) noexcept {
@@ -81,8 +106,9 @@ int forward(clockid_t clock, timespec* ts) noexcept {
   return 0;
 }
 
-// The clocks other than MONOTONIC and REALTIME, and the kernel's: out of
-// line, so the two common clocks get a leaf function with no stack frame.
+// The clocks other than MONOTONIC, REALTIME and the coarse ones, and the
+// kernel's: out of line (a tail jump), so that the switch adds nothing to
+// the common clocks' paths.
 template <counter_ordering O>
 [[gnu::noinline]] std::int64_t gettime_ns_other(clockid_t clock) noexcept {
   switch (clock) {
@@ -97,24 +123,15 @@ template <counter_ordering O>
   }
 }
 
-// REALTIME out of line too: it needs one register more than MONOTONIC, and
-// sharing a function would give MONOTONIC a stack frame.
-template <clock_kind K, counter_ordering O>
-[[gnu::noinline]] std::int64_t clock_ns() noexcept {
-  return now_ns<K, O>();
-}
-
-template <clock_kind K, counter_ordering O>
-[[gnu::noinline]] int clock_timespec(timespec* ts) noexcept {
-  *ts = now_timespec<K, O>();
-  return 0;
-}
-
+// The dispatch: MONOTONIC first (the commonest), then REALTIME and the
+// coarse clocks, each inlined on a path of its own. Their paths share no
+// register across the counter read, so none gets a stack frame (seen in
+// the disassembly of every variant).
 template <counter_ordering O>
 std::int64_t gettime_ns(clockid_t clock) noexcept {
   if (clock == CLOCK_MONOTONIC) [[likely]]
     return now_ns<clock_kind::monotonic, O>();
-  if (clock == CLOCK_REALTIME) return clock_ns<clock_kind::realtime, O>();
+  if (clock == CLOCK_REALTIME) return now_ns<clock_kind::realtime, O>();
   if (clock == CLOCK_MONOTONIC_COARSE) return coarse<clock_kind::monotonic_coarse, as_ns>();
   if (clock == CLOCK_REALTIME_COARSE) return coarse<clock_kind::realtime_coarse, as_ns>();
   return gettime_ns_other<O>(clock);
@@ -124,14 +141,11 @@ template <counter_ordering O>
 [[gnu::noinline]] int gettime_other(clockid_t clock, timespec* ts) noexcept {
   switch (clock) {
     case CLOCK_MONOTONIC_RAW:
-      *ts = now_timespec<clock_kind::monotonic_raw, O>();
-      return 0;
+      return now_into<clock_kind::monotonic_raw, O>(ts);
     case CLOCK_BOOTTIME:
-      *ts = now_timespec<clock_kind::boottime, O>();
-      return 0;
+      return now_into<clock_kind::boottime, O>(ts);
     case CLOCK_TAI:
-      *ts = now_timespec<clock_kind::tai, O>();
-      return 0;
+      return now_into<clock_kind::tai, O>(ts);
     default:
       return forward(clock, ts);
   }
@@ -140,10 +154,9 @@ template <counter_ordering O>
 template <counter_ordering O>
 int gettime(clockid_t clock, timespec* ts) noexcept {
   if (clock == CLOCK_MONOTONIC) [[likely]] {
-    *ts = now_timespec<clock_kind::monotonic, O>();
-    return 0;
+    return now_into<clock_kind::monotonic, O>(ts);
   }
-  if (clock == CLOCK_REALTIME) return clock_timespec<clock_kind::realtime, O>(ts);
+  if (clock == CLOCK_REALTIME) return now_into<clock_kind::realtime, O>(ts);
   if (clock == CLOCK_MONOTONIC_COARSE) return coarse_timespec<clock_kind::monotonic_coarse>(ts);
   if (clock == CLOCK_REALTIME_COARSE) return coarse_timespec<clock_kind::realtime_coarse>(ts);
   return gettime_other<O>(clock, ts);
@@ -179,7 +192,10 @@ using gettime_ns_fn = std::int64_t (*)(clockid_t) noexcept;
 using gettime_fn = int (*)(clockid_t, timespec*) noexcept;
 
 #if defined(__x86_64__)
-__attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_ns_fn
+// The resolvers have external linkage (hidden): clang accepts only those
+// as ifunc targets. No sanitizer: they run during relocation, before the
+// sanitizer runtimes are up.
+__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) gettime_ns_fn
 resolve_gettime_ns() {
   switch (vclock::chosen_ordering()) {
     case counter_ordering::mfence:
@@ -191,7 +207,8 @@ resolve_gettime_ns() {
   }
 }
 
-__attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_fn resolve_gettime() {
+__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) gettime_fn
+resolve_gettime() {
   switch (vclock::chosen_ordering()) {
     case counter_ordering::mfence:
       return d::gettime<counter_ordering::mfence>;
@@ -204,7 +221,7 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) static gettime_fn
 
 using gettimeofday_fn = int (*)(timeval*, void*) noexcept;
 
-__attribute__((no_sanitize("address", "thread", "undefined"))) static gettimeofday_fn
+__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) gettimeofday_fn
 resolve_gettimeofday() {
   switch (vclock::chosen_ordering()) {
     case counter_ordering::mfence:

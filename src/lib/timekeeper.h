@@ -131,7 +131,6 @@ class timekeeper {
   track mono_{};
   track raw_{};
   offsets offsets_{};
-  bool offsets_valid_ = false;
   bool recheck_offsets_ = false;
   clock_sample calib_mono_{};
   clock_sample calib_raw_{};

@@ -31,7 +31,8 @@ std::string read_first_line(const char* path) {
 bool cpu_has_invariant_counter() noexcept {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  // The cast: GCC's cpuid.h returns unsigned, clang's int.
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
   __cpuid(0x80000007u, a, b, c, d);
   return (d & (1u << 8)) != 0;  // Advanced Power Management: invariant TSC
 #else
