@@ -7,7 +7,9 @@
 #   - calls or jumps to anything but the careful path (no PLT calls, no indirect jumps),
 #   - contains a cmov (the clamp must be a predictable branch), a div or idiv,
 #   - has other than exactly one lfence and one rdtsc (and no mfence or rdtscp),
-#   - is longer than max_instructions (padding nops not counted).
+#   - is longer than max_instructions (padding nops not counted);
+# and, compiling src/lib/api.cc, fails if an entry point's dispatching function (the
+# lfence and rdtscp variants, and the relaxed ones) has a stack frame or makes a call.
 # Usage: tools/check-hot-path.sh   (CXX picks the compiler; default g++)
 # Exit status: 0 pass, 1 a check failed, 77 skipped (not x86-64, or no objdump).
 set -euo pipefail
@@ -108,5 +110,48 @@ if ((${#failures[@]} > 0)); then
   cat "${tmp}/fast.s"
   exit 1
 fi
+
+# The entry points themselves (src/lib/api.cc, compiled as CMake compiles it): every
+# variant of the dispatching functions is a leaf with no stack frame: no push, no stack
+# adjustment, no call (the careful paths are reached by tail jumps, or from GCC's .cold
+# clones, which are separate symbols). A frame would mean a register kept across the
+# counter read: a regression of the hot path's layout (docs/design.md, section 4).
+# GCC only: clang 14 gives the timespec and REALTIME paths a one-register frame (it keeps
+# REALTIME's offset in rbx, and, knowing that careful_timespec() returns 0, calls it
+# instead of jumping to it); measured, its MONOTONIC _ns path is as fast as GCC's.
+if "${cxx_command[@]}" --version | grep -qi clang; then
+  echo "check-hot-path: ok (${cxx} -O2): ${count} instructions (limit ${max_instructions})," \
+    "1 lfence, 1 rdtsc, no cmov, no div, no call but to the careful path;" \
+    "entry-point frames are checked with GCC only"
+  exit 0
+fi
+"${cxx_command[@]}" -std=c++20 -O3 -fPIC -fvisibility=hidden \
+  -fno-tree-slp-vectorize -Iinclude -Isrc/lib -c src/lib/api.cc -o "${tmp}/api.o"
+objdump -d --no-show-raw-insn -C -M att "${tmp}/api.o" > "${tmp}/api.s"
+entry_failures=()
+checked=0
+for fn in 'gettime_ns<(vclock::arch::counter_ordering)1>(int)' \
+  'gettime<(vclock::arch::counter_ordering)1>(int, timespec*)' \
+  'gettime_ns<(vclock::arch::counter_ordering)3>(int)' \
+  'gettime<(vclock::arch::counter_ordering)3>(int, timespec*)' \
+  'vclock_gettime_ns_relaxed' 'vclock_gettime_relaxed'; do
+  body=$(awk -v fn="${fn}>:" 'index($0, fn) && $0 ~ /^[0-9a-f]+ </ {on = 1; next}
+    on && /^$/ {exit} on {print}' "${tmp}/api.s")
+  if [[ -z ${body} ]]; then
+    entry_failures+=("${fn} not found in api.o")
+    continue
+  fi
+  checked=$((checked + 1))
+  if grep -Eq $'\t(push|call|sub +\$0x[0-9a-f]+,%rsp)' <<< "${body}"; then
+    entry_failures+=("${fn} has a stack frame or a call:")
+    entry_failures+=("$(grep -E $'\t(push|call|sub +\$0x[0-9a-f]+,%rsp)' <<< "${body}")")
+  fi
+done
+if ((${#entry_failures[@]} > 0)); then
+  echo "check-hot-path: FAIL (${cxx}), entry points:"
+  printf '  - %s\n' "${entry_failures[@]}"
+  exit 1
+fi
+echo "check-hot-path: ok (${cxx} -O3, as Release): ${checked} entry-point variants are leaves, no stack frame"
 echo "check-hot-path: ok (${cxx} -O2): ${count} instructions (limit ${max_instructions})," \
   "1 lfence, 1 rdtsc, no cmov, no div, no call but to the careful path"

@@ -138,7 +138,7 @@ struct as_timespec {
   [[gnu::always_inline]] static result finish(prepared b, std::int64_t elapsed) noexcept {
     std::int64_t nsec = b.nsec + elapsed;
     std::int64_t sec = b.sec;
-    if (nsec >= ns_per_s) {
+    if (nsec >= ns_per_s) [[unlikely]] {  // rare: a branch (predicted), not a cmov
       nsec -= ns_per_s;
       ++sec;
     }
