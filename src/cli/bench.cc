@@ -11,11 +11,13 @@
 //    VM hit every contender alike. Reported: min and median ns per call over
 //    the trials, and the min against the vDSO's CLOCK_MONOTONIC of this run
 //    (and against the vDSO's own reading of the same clock).
-//  - Floor (hot only): between the bare ordered counter read and
-//    vclock_gettime_ns(MONOTONIC), the same loop calls functions of this
-//    file that each add one step of vclock's fast path: a call, the ordered
-//    read, the multiply and shift, the seqlock. What is left above the last
-//    one is the clock-id dispatch and the PLT/ifunc jump.
+//  - Floor (hot only): between the bare counter read and vclock's entry
+//    points, the same loop calls functions of this file that each add one
+//    step of vclock's fast path: a call, the counter read, the multiply and
+//    shift (as ns and as timespec), and vclock's own reader (the seqlock)
+//    called directly. What is left above the last is the clock-id dispatch
+//    and the PLT/ifunc jump. Rows for the ordering the library uses and for
+//    the bare rdtsc of the relaxed entry points.
 //  - Cold: before every single call, the cache lines of the code and data
 //    that the call uses are flushed with CLFLUSH (the same set before every
 //    call, whichever contender is next: see cold_flush_set()), then the call
@@ -55,7 +57,6 @@
 #include "lib/status.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
-#include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 #if __has_include("vclock/vclock.hpp")
 #  include "vclock/vclock.hpp"
@@ -233,34 +234,27 @@ std::uint64_t nothing() noexcept { return 0; }
 
 // ---- The floor -------------------------------------------------------------------------------
 //
-// Where the ns between a bare ordered counter read (inlined in the loop)
-// and vclock_gettime_ns(MONOTONIC) go. Each function is reached by a direct
-// call from the loop and adds one step to the one before; none touches the
-// library. They use the ordering the library chose (add_floor()).
+// Where the ns between a bare counter read (inlined in the loop) and
+// vclock_gettime_ns(MONOTONIC) go. Each function is reached by a direct
+// call from the loop and adds one step to the one before; none calls the
+// library (but the last inlines its reader). add_floor() instantiates them
+// for the ordering the library chose and for the relaxed rdtsc.
 
-// A stand-in for the page's hot line (vclock/page.h): the fields a
-// MONOTONIC read loads, in one cache line, with the same types. Written
-// once by init_floor_line(), before anything is measured, and never again:
-// the seq stays even, so the seqlock reader always takes its fast path.
-struct alignas(64) floor_line {
-  std::uint32_t seq;
-  std::uint32_t mult;
-  std::uint64_t cycle_last;
-  std::uint64_t max_delta;
-  std::int64_t mono_ns;
-};
+// A page of the bench's own (vclock/page.h), of which only the hot line is
+// used. Written once by init_floor_page(), before anything is measured, and
+// never again: the seq stays even, so the reader always takes its fast path.
+page floor_page{};
 
-floor_line floor_data{};
-
-void init_floor_line() noexcept {
-  floor_data.seq = 0;
-  floor_data.mult = 1'652'000'000;  // 0.3846 ns per tick (2.6 GHz) in 32.32 fixed point
-  floor_data.cycle_last = ticks();
+void init_floor_page() noexcept {
+  clock_line& l = floor_page.hot;
+  l.seq = 0;
+  l.mult = 1'652'000'000;  // 0.3846 ns per tick (2.6 GHz) in 32.32 fixed point
+  l.cycle_last = ticks();
   // Nothing republishes this line, so every delta of the run must pass the
   // check; the compare costs the same whatever the bound. (delta * mult
   // wraps after a few seconds: harmless, the result is only summed.)
-  floor_data.max_delta = std::numeric_limits<std::uint64_t>::max();
-  floor_data.mono_ns = 1'000'000'000'000'000'000;
+  l.max_delta = std::numeric_limits<std::uint64_t>::max();
+  l.mono_ns = 1'000'000'000'000'000'000;
 }
 
 // x86-64's fixed shift, an immediate as in the reader (detail::load_shift);
@@ -285,19 +279,18 @@ template <arch::counter_ordering O>
 template <arch::counter_ordering O>
 [[gnu::noinline]] std::uint64_t called_read_scaled() noexcept {
   const std::uint64_t now = arch::read_counter<O>().value;
-  const floor_line& l = floor_data;
+  const clock_line& l = floor_page.hot;
   return static_cast<std::uint64_t>(l.mono_ns) + (((now - l.cycle_last) * l.mult) >> floor_shift);
 }
 
 // The same, returned as a timespec through the caller's pointer, as
 // vclock_gettime() does: the split of the base into seconds overlaps the
-// counter read; what the timespec form adds is the carry test and, in this
-// loop, the caller reading back the two stores (store-to-load forwarding,
-// on the path to the next ordered read).
+// counter read; what the timespec form adds after it is the carry test and
+// the two stores, which the next ordered read waits for.
 template <arch::counter_ordering O>
 [[gnu::noinline]] int called_read_scaled_timespec(timespec* ts) noexcept {
   const std::uint64_t now = arch::read_counter<O>().value;
-  const floor_line& l = floor_data;
+  const clock_line& l = floor_page.hot;
   const auto elapsed = static_cast<std::int64_t>(((now - l.cycle_last) * l.mult) >> floor_shift);
   *ts = detail::as_timespec::finish(detail::as_timespec::prepare(l.mono_ns), elapsed);
   return 0;
@@ -310,37 +303,46 @@ std::uint64_t floor_timespec() noexcept {
   return fold(ts);
 }
 
-// The seqlock reader's way out, as careful_ns() in src/lib/api.cc: out of
-// line and cold, so the fast path below has the same shape. Never taken.
+// The reader's way out, as careful_ns() in src/lib/api.cc: out of line and
+// cold, so the fast path has the same shape. Never taken.
 [[gnu::cold, gnu::noinline]] std::uint64_t floor_careful() noexcept {
   return static_cast<std::uint64_t>(vclock_gettime_ns(CLOCK_MONOTONIC));
 }
 
-// detail::read_fast() for MONOTONIC (vclock/detail/reader.h), step for
-// step, on floor_data: acquire load of seq and the odd test, the counter
-// read, the fields loaded after it, seq reloaded through the address that
-// depends on the counter read, one compare of delta and seq, the multiply
-// and shift. Keep it in step with read_fast(): the gap between this row and
-// vclock_gettime_ns(MONOTONIC) is meant to be the clock-id dispatch and the
-// PLT/ifunc jump, nothing else.
+[[gnu::cold, gnu::noinline]] int floor_careful_timespec(timespec* ts) noexcept {
+  return vclock_gettime(CLOCK_MONOTONIC, ts);
+}
+
+// The library's own hot path (detail::try_read_fast(), the code every
+// entry point inlines) for MONOTONIC on floor_page, called directly: the
+// gap between these rows and vclock_gettime_ns / vclock_gettime
+// (MONOTONIC) is the clock-id dispatch and the PLT/ifunc jump.
 template <arch::counter_ordering O>
-[[gnu::noinline]] std::uint64_t minimal_seqlock_read() noexcept {
-  const floor_line& l = floor_data;
-  const std::uint32_t seq = detail::load(l.seq);
-  if (seq & 1u) [[unlikely]] {
-    return floor_careful();
+[[gnu::noinline]] std::uint64_t reader_ns() noexcept {
+  std::int64_t r = 0;
+  if (detail::try_read_fast<detail::clock_kind::monotonic>(
+          floor_page, [] { return arch::read_counter<O>(); }, r)) [[likely]] {
+    return static_cast<std::uint64_t>(r);
   }
-  const arch::counter_read now = arch::read_counter<O>();
-  const std::uint64_t cycle_last = detail::load(l.cycle_last);
-  const std::uint64_t max_delta = detail::load(l.max_delta);
-  const std::uint32_t mult = detail::load(l.mult);
-  const std::int64_t base = detail::load(l.mono_ns);
-  const std::uint32_t seq_after = detail::load_relaxed((&l.seq)[now.zero]);
-  const std::uint64_t delta = now.value - cycle_last;
-  if (delta >= max_delta || seq_after != seq) [[unlikely]] {
-    return floor_careful();
+  return floor_careful();
+}
+
+template <arch::counter_ordering O>
+[[gnu::noinline]] int reader_timespec(timespec* ts) noexcept {
+  timespec r{};
+  if (detail::try_read_fast<detail::clock_kind::monotonic, detail::as_timespec>(
+          floor_page, [] { return arch::read_counter<O>(); }, r)) [[likely]] {
+    *ts = r;
+    return 0;
   }
-  return static_cast<std::uint64_t>(base) + ((delta * mult) >> floor_shift);
+  return floor_careful_timespec(ts);
+}
+
+template <arch::counter_ordering O>
+std::uint64_t reader_timespec_call() noexcept {
+  timespec ts{};
+  reader_timespec<O>(&ts);
+  return fold(ts);
 }
 
 #if defined(VCLOCK_BENCH_HAVE_HPP)
@@ -489,7 +491,9 @@ void add_floor_reads(std::vector<contender>& out) {
   out.push_back(make<called_read<O>>("floor", "called " + read));
   out.push_back(make<called_read_scaled<O>>("floor", "called " + read + " + mult/shift"));
   out.push_back(make<floor_timespec<O>>("floor", "called " + read + " + mult/shift, timespec"));
-  out.push_back(make<minimal_seqlock_read<O>>("floor", "minimal seqlock reader (" + read + ")"));
+  out.push_back(make<reader_ns<O>>("floor", "vclock's reader, no dispatch (" + read + ")"));
+  out.push_back(make<reader_timespec_call<O>>(
+      "floor", "vclock's reader, no dispatch (" + read + "), timespec"));
 }
 
 // The floor rows, with the ordering the library's ordered entry points use:
@@ -1106,7 +1110,7 @@ int print_help(const option_parser& parser) {
       "relaxed, timespec and _ns forms) and the kernel's vDSO for every fast-path clock,\n"
       "the system call, libc's clock_gettime, gettimeofday and time, the bare counter,\n"
       "and the floor between the counter and vclock (a call, the ordered read, the\n"
-      "multiply and shift, a minimal seqlock reader).\n"
+      "multiply and shift, vclock's own reader without the dispatch).\n"
       "Hot cache: fastest of %d trials of >= %.0f ms (--quick: %d of >= %.0f ms), ratios\n"
       "to the vDSO's CLOCK_MONOTONIC. Cold cache: median and p90 ticks per call after\n"
       "CLFLUSH of the code and data lines. Tails: p50..max ticks of single calls.\n"
@@ -1136,7 +1140,7 @@ int run_bench(std::span<char* const> args) {
   }
 
   vdso_gettime = kernel::vdso_gettime();
-  init_floor_line();
+  init_floor_page();
   results r;
   r.m = prepare_machine();
   r.plan = o.quick ? quick_plan : full_plan;
