@@ -134,6 +134,7 @@ for fn in 'gettime_ns<(vclock::arch::counter_ordering)1>(int)' \
   'gettime<(vclock::arch::counter_ordering)1>(int, timespec*)' \
   'gettime_ns<(vclock::arch::counter_ordering)3>(int)' \
   'gettime<(vclock::arch::counter_ordering)3>(int, timespec*)' \
+  'gettimeofday<(vclock::arch::counter_ordering)3>(timeval*, void*)' \
   'vclock_gettime_ns_relaxed' 'vclock_gettime_relaxed'; do
   body=$(awk -v fn="${fn}>:" 'index($0, fn) && $0 ~ /^[0-9a-f]+ </ {on = 1; next}
     on && /^$/ {exit} on {print}' "${tmp}/api.s")

@@ -162,22 +162,46 @@ int gettime(clockid_t clock, timespec* ts) noexcept {
   return gettime_other<O>(clock, ts);
 }
 
+[[gnu::always_inline]] inline void to_timeval(const timespec& ts, timeval* tv) noexcept {
+  tv->tv_sec = ts.tv_sec;
+  tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
+}
+
+[[gnu::cold, gnu::noinline]] int careful_timeval(timeval* tv) noexcept {
+  to_timeval(as_timespec::from_ns(careful_ns<clock_kind::realtime>()), tv);
+  return 0;
+}
+
+// With a timezone: rare, and the kernel owns the timezone, so ask it; out
+// of line, so that the common call keeps no register across this call.
+template <counter_ordering O>
+[[gnu::cold, gnu::noinline]] int gettimeofday_with_tz(timeval* tv, void* tz) noexcept {
+  const int r = kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
+  if (r != 0) {
+    errno = -r;
+    return -1;
+  }
+  if (tv != nullptr) {
+    to_timeval(now_timespec<clock_kind::realtime, O>(), tv);
+  }
+  return 0;
+}
+
 template <counter_ordering O>
 int gettimeofday(timeval* tv, void* tz) noexcept {
   if (tz != nullptr) [[unlikely]] {
-    // Rare, and the kernel owns the timezone: ask it.
-    const int r = kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
-    if (r != 0) {
-      errno = -r;
-      return -1;
-    }
+    return gettimeofday_with_tz<O>(tv, tz);
   }
-  if (tv != nullptr) [[likely]] {
-    const timespec ts = now_timespec<clock_kind::realtime, O>();
-    tv->tv_sec = ts.tv_sec;
-    tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
+  if (tv == nullptr) [[unlikely]] {
+    return 0;
   }
-  return 0;
+  timespec r;
+  if (try_read_fast<clock_kind::realtime, as_timespec>(
+          the_page, [] { return arch::read_counter<O>(); }, r)) [[likely]] {
+    to_timeval(r, tv);
+    return 0;
+  }
+  return careful_timeval(tv);
 }
 
 }  // namespace
