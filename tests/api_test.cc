@@ -16,6 +16,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#  include <cpuid.h>
+#endif
 
 #include <chrono>
 #include <climits>
@@ -27,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "entry_points.h"
 #include "runtime.h"
 #include "status.h"
 #include "support/child_process.h"
@@ -238,6 +242,86 @@ TEST(Api, TimespecIsNormalised) {
       ASSERT_GE(ts.tv_nsec, 0);
       ASSERT_LT(ts.tv_nsec, ns_per_s);
     }
+  }
+}
+
+// --- every ordering's variant ------------------------------------------------------------------
+
+// The ordered reads this CPU can execute: the ifunc binds one of them, and the others would
+// otherwise never run here (tested on every machine, not only on the one that chooses them).
+std::vector<vclock::arch::counter_ordering> ordered_variants() {
+#if defined(__x86_64__)
+  using vclock::arch::counter_ordering;
+  std::vector<counter_ordering> v{counter_ordering::lfence, counter_ordering::mfence};
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000001u, &a, &b, &c, &d) != 0 && (d & (1u << 27)) != 0) {
+    v.push_back(counter_ordering::rdtscp);  // CPUID: RDTSCP
+  }
+  return v;
+#else
+  return {vclock::arch::counter_ordering::ordered};
+#endif
+}
+
+// Each variant of vclock_gettime_ns, vclock_gettime and vclock_gettimeofday, called
+// directly: sandwiched by the kernel for every page clock, both forms agreeing and
+// normalised, steady clocks never going back, bad ids failing with EINVAL.
+TEST(Api, EveryOrderingVariantServesEveryClock) {
+  (void)vclock::read_status(500);  // in counter mode, if this machine gets there
+  for (const vclock::arch::counter_ordering o : ordered_variants()) {
+    SCOPED_TRACE(vclock::arch::ordering_name(o));
+    const vclock::detail::entry_points ep = vclock::detail::entry_points_for(o);
+    ASSERT_NE(ep.gettime_ns, nullptr);
+    ASSERT_NE(ep.gettime, nullptr);
+    ASSERT_NE(ep.gettimeofday, nullptr);
+    for (const page_clock& c : fine_clocks) {
+      std::int64_t last = INT64_MIN;
+      for (int i = 0; i < 5000; ++i) {
+        const std::int64_t k1 = kernel_ns(c.id);
+        const std::int64_t v = ep.gettime_ns(c.id);
+        timespec ts{};
+        ASSERT_EQ(ep.gettime(c.id, &ts), 0) << c.name;
+        const std::int64_t k2 = kernel_ns(c.id);
+        ASSERT_GE(ts.tv_nsec, 0) << c.name;
+        ASSERT_LT(ts.tv_nsec, ns_per_s) << c.name;
+        const std::int64_t t = to_ns(ts);
+        ASSERT_GE(v, k1 - tolerance_ns) << c.name;
+        ASSERT_LE(t, k2 + tolerance_ns) << c.name;
+        if (c.steady) {
+          ASSERT_GE(v, last) << c.name << " went back";
+          ASSERT_GE(t, v) << c.name << " went back";
+          last = t;
+        }
+      }
+    }
+    for (const page_clock& c : coarse_clocks) {
+      const clockid_t fine = c.id == CLOCK_REALTIME_COARSE ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+      const std::int64_t lag = coarse_tolerance_ns(c.id);
+      const std::int64_t k1 = kernel_ns(fine);
+      const std::int64_t v = ep.gettime_ns(c.id);
+      timespec ts{};
+      ASSERT_EQ(ep.gettime(c.id, &ts), 0) << c.name;
+      const std::int64_t k2 = kernel_ns(fine);
+      ASSERT_GE(v, k1 - lag) << c.name;
+      ASSERT_LE(to_ns(ts), k2 + tolerance_ns) << c.name;
+    }
+    for (const clockid_t id : {12345, -1, 16}) {
+      errno = 0;
+      EXPECT_EQ(ep.gettime_ns(id), -1) << id;
+      EXPECT_EQ(errno, EINVAL) << id;
+      timespec ts{};
+      errno = 0;
+      EXPECT_EQ(ep.gettime(id, &ts), -1) << id;
+      EXPECT_EQ(errno, EINVAL) << id;
+    }
+    const std::int64_t k1 = kernel_ns(CLOCK_REALTIME);
+    timeval tv{};
+    ASSERT_EQ(ep.gettimeofday(&tv, nullptr), 0);
+    const std::int64_t k2 = kernel_ns(CLOCK_REALTIME);
+    const std::int64_t v = std::int64_t{tv.tv_sec} * ns_per_s + std::int64_t{tv.tv_usec} * 1000;
+    EXPECT_GE(v, k1 - tolerance_ns - 1000);  // truncated to microseconds
+    EXPECT_LE(v, k2 + tolerance_ns);
+    std::printf("[          ] %s: every clock served\n", vclock::arch::ordering_name(o));
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "entry_points.h"
 #include "kernel_clock.h"
 #include "ordering.h"
 #include "runtime.h"
@@ -205,6 +206,38 @@ int gettimeofday(timeval* tv, void* tz) noexcept {
 }
 
 }  // namespace
+
+// Only returns addresses, so it is safe in an ifunc resolver: not
+// instrumented (the resolvers run during relocation, before any sanitizer
+// runtime is up), no stack protector (nor, maybe, the TLS it reads).
+__attribute__((no_sanitize("address", "thread", "undefined"), no_stack_protector)) entry_points
+entry_points_for(arch::counter_ordering ordering) noexcept {
+  switch (ordering) {
+    case counter_ordering::none:
+      return {nullptr, nullptr, nullptr};  // vclock_gettime*_relaxed are exported as they are
+#if defined(__x86_64__)
+    case counter_ordering::mfence:
+      return {gettime_ns<counter_ordering::mfence>, gettime<counter_ordering::mfence>,
+              gettimeofday<counter_ordering::mfence>};
+    case counter_ordering::rdtscp:
+      return {gettime_ns<counter_ordering::rdtscp>, gettime<counter_ordering::rdtscp>,
+              gettimeofday<counter_ordering::rdtscp>};
+    case counter_ordering::lfence:
+      break;
+#else
+    case counter_ordering::ordered:
+      break;
+#endif
+  }
+#if defined(__x86_64__)
+  return {gettime_ns<counter_ordering::lfence>, gettime<counter_ordering::lfence>,
+          gettimeofday<counter_ordering::lfence>};
+#else
+  return {gettime_ns<counter_ordering::ordered>, gettime<counter_ordering::ordered>,
+          gettimeofday<counter_ordering::ordered>};
+#endif
+}
+
 }  // namespace vclock::detail
 
 using vclock::arch::counter_ordering;
@@ -212,49 +245,23 @@ namespace d = vclock::detail;
 
 extern "C" {
 
-using gettime_ns_fn = std::int64_t (*)(clockid_t) noexcept;
-using gettime_fn = int (*)(clockid_t, timespec*) noexcept;
-
 #if defined(__x86_64__)
 // The resolvers have external linkage (hidden): clang accepts only those
 // as ifunc targets. No sanitizer: they run during relocation, before the
 // sanitizer runtimes are up.
-__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) gettime_ns_fn
-resolve_gettime_ns() {
-  switch (vclock::chosen_ordering()) {
-    case counter_ordering::mfence:
-      return d::gettime_ns<counter_ordering::mfence>;
-    case counter_ordering::rdtscp:
-      return d::gettime_ns<counter_ordering::rdtscp>;
-    default:
-      return d::gettime_ns<counter_ordering::lfence>;
-  }
+#  define VCLOCK_RESOLVER \
+    __attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined")))
+
+VCLOCK_RESOLVER decltype(d::entry_points::gettime_ns) resolve_gettime_ns() {
+  return d::entry_points_for(vclock::chosen_ordering()).gettime_ns;
 }
 
-__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) gettime_fn
-resolve_gettime() {
-  switch (vclock::chosen_ordering()) {
-    case counter_ordering::mfence:
-      return d::gettime<counter_ordering::mfence>;
-    case counter_ordering::rdtscp:
-      return d::gettime<counter_ordering::rdtscp>;
-    default:
-      return d::gettime<counter_ordering::lfence>;
-  }
+VCLOCK_RESOLVER decltype(d::entry_points::gettime) resolve_gettime() {
+  return d::entry_points_for(vclock::chosen_ordering()).gettime;
 }
 
-using gettimeofday_fn = int (*)(timeval*, void*) noexcept;
-
-__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) gettimeofday_fn
-resolve_gettimeofday() {
-  switch (vclock::chosen_ordering()) {
-    case counter_ordering::mfence:
-      return d::gettimeofday<counter_ordering::mfence>;
-    case counter_ordering::rdtscp:
-      return d::gettimeofday<counter_ordering::rdtscp>;
-    default:
-      return d::gettimeofday<counter_ordering::lfence>;
-  }
+VCLOCK_RESOLVER decltype(d::entry_points::gettimeofday) resolve_gettimeofday() {
+  return d::entry_points_for(vclock::chosen_ordering()).gettimeofday;
 }
 
 VCLOCK_API std::int64_t vclock_gettime_ns(clockid_t clock) noexcept
