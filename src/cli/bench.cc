@@ -145,18 +145,17 @@ template <class T>
 
 using read_fn = std::uint64_t (*)() noexcept;
 
-// A result returned through a pointer (timespec, timeval), used as the
-// kernel's gettime_perf uses it: stored by the call, not read back. The
-// call is opaque (the library, the vDSO, libc), so its stores cannot be
-// dropped, and the empty asm makes `v` live in memory. Reading the fields
-// back would add a store-to-load forward (4-5 cycles) between one call and
-// the next ordered counter read, which waits for it: a cost of this loop,
-// paid alike by every API that returns through a pointer, not of the call.
-// (The floor rows show it: "mult/shift, timespec" against "mult/shift".)
-template <class T>
-[[gnu::always_inline]] inline std::uint64_t fold(const T& v) noexcept {
-  asm volatile("" : : "m"(v));
-  return 0;
+// A result returned through a pointer, used as the kernel's gettime_perf
+// uses it: the struct is not initialised before the call, and both fields
+// are read back after it (gettime_perf's loop condition reads tv_sec and
+// tv_nsec). The read-back is a store-to-load forward that the next ordered
+// counter read waits for: part of what any caller of a timespec API pays.
+[[gnu::always_inline]] inline std::uint64_t fold(const timespec& ts) noexcept {
+  return static_cast<std::uint64_t>(ts.tv_sec) + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+[[gnu::always_inline]] inline std::uint64_t fold(const timeval& tv) noexcept {
+  return static_cast<std::uint64_t>(tv.tv_sec) + static_cast<std::uint64_t>(tv.tv_usec);
 }
 
 template <clockid_t C>
@@ -171,14 +170,14 @@ std::uint64_t vclock_ns_relaxed() noexcept {
 
 template <clockid_t C>
 std::uint64_t vclock_ts() noexcept {
-  timespec ts{};
+  timespec ts;
   vclock_gettime(C, &ts);
   return fold(ts);
 }
 
 template <clockid_t C>
 std::uint64_t vclock_ts_relaxed() noexcept {
-  timespec ts{};
+  timespec ts;
   vclock_gettime_relaxed(C, &ts);
   return fold(ts);
 }
@@ -189,33 +188,33 @@ kernel::gettime_fn vdso_gettime = nullptr;
 
 template <clockid_t C>
 std::uint64_t vdso_ts() noexcept {
-  timespec ts{};
+  timespec ts;
   vdso_gettime(C, &ts);
   return fold(ts);
 }
 
 template <clockid_t C>
 std::uint64_t syscall_ts() noexcept {
-  timespec ts{};
+  timespec ts;
   syscall(SYS_clock_gettime, C, &ts);
   return fold(ts);
 }
 
 template <clockid_t C>
 std::uint64_t libc_ts() noexcept {
-  timespec ts{};
+  timespec ts;
   clock_gettime(C, &ts);
   return fold(ts);
 }
 
 std::uint64_t libc_gettimeofday() noexcept {
-  timeval tv{};
+  timeval tv;
   gettimeofday(&tv, nullptr);
   return fold(tv);
 }
 
 std::uint64_t vclock_tod() noexcept {
-  timeval tv{};
+  timeval tv;
   vclock_gettimeofday(&tv, nullptr);
   return fold(tv);
 }
@@ -298,7 +297,7 @@ template <arch::counter_ordering O>
 
 template <arch::counter_ordering O>
 std::uint64_t floor_timespec() noexcept {
-  timespec ts{};
+  timespec ts;
   called_read_scaled_timespec<O>(&ts);
   return fold(ts);
 }
@@ -340,7 +339,7 @@ template <arch::counter_ordering O>
 
 template <arch::counter_ordering O>
 std::uint64_t reader_timespec_call() noexcept {
-  timespec ts{};
+  timespec ts;
   reader_timespec<O>(&ts);
   return fold(ts);
 }
