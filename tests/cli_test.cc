@@ -393,6 +393,7 @@ TEST(Cli, BadUsageExitsTwoWithOneLineOnStderr) {
       {"bench", "--threads", "zero"},
       {"bench", "--threads", "0"},
       {"bench", "--json=yes"},
+      {"bench", "--gettime-perf=1"},
       {"warp", "--seconds", "-1"},
       {"warp", "--clock", "sundial"},
       {"warp", "stray"},
@@ -450,6 +451,30 @@ TEST(Cli, BenchQuickJsonHasEveryRowAndSection) {
   }
   for (const char* section : {"machine", "cold", "tails", "threads"}) {
     EXPECT_NE(v.find(section), nullptr) << section;
+  }
+  expect_python_accepts(r.out);
+}
+
+// The kernel selftest's loop: a row per clock, every vclock form counted. The counts
+// themselves are timing, which a test does not judge; that they are there and
+// positive is what can fail here.
+TEST(Cli, BenchGettimePerfCountsEveryClock) {
+  if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
+  const cli_result r = run_cli({"bench", "--gettime-perf", "--quick", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json_value v = parse_or_fail(r.out);
+  const json_value* section = v.find("gettime_perf");
+  ASSERT_NE(section, nullptr);
+  const json_value* rows = section->find("rows");
+  ASSERT_NE(rows, nullptr);
+  ASSERT_EQ(rows->items.size(), 5u);
+  for (const json_value& row : rows->items) {
+    const std::string& clock = row.find("clock")->text;
+    for (const char* key : {"vclock_timespec_calls", "vclock_ns_calls"}) {
+      ASSERT_NE(row.find(key), nullptr) << clock << " " << key;
+      EXPECT_GT(row.find(key)->number, 0) << clock << " " << key;
+    }
+    ASSERT_NE(row.find("vdso_calls"), nullptr) << clock;
   }
   expect_python_accepts(r.out);
 }

@@ -80,20 +80,21 @@ std::int64_t reference_ns(std::uint64_t delta, std::uint32_t mult, unsigned shif
 
 // What line `l` says clock K is when the counter reads `now`, from first principles.
 std::int64_t expected_time(clock_kind k, const clock_line& l, std::uint64_t now) {
-  std::int64_t offset = 0;
+  std::int64_t base = l.mono_ns;
   if (k == clock_kind::realtime || k == clock_kind::realtime_coarse) {
-    offset = l.realtime_offset_ns;
+    base = l.realtime_ns;
   } else if (k == clock_kind::boottime) {
-    offset = l.boottime_offset_ns;
+    base = l.boottime_ns;
   } else if (k == clock_kind::tai) {
-    offset = l.realtime_offset_ns + std::int64_t{l.tai_offset_s} * 1'000'000'000;
+    base = l.realtime_ns + std::int64_t{l.tai_offset_s} * 1'000'000'000;
+  } else if (k == clock_kind::monotonic_raw) {
+    base = l.raw_ns;
   }
   if (vclock::detail::is_coarse(k)) {
-    return l.mono_ns + offset;
+    return base;
   }
   const bool raw = k == clock_kind::monotonic_raw;
-  const std::int64_t base = raw ? l.raw_ns : l.mono_ns;
-  return base + offset + reference_ns(now - l.cycle_last, raw ? l.raw_mult : l.mult, l.shift);
+  return base + reference_ns(now - l.cycle_last, raw ? l.raw_mult : l.mult, l.shift);
 }
 
 // The last time line `l` can give for clock K: the cap the careful path floors at.
@@ -144,8 +145,8 @@ clock_line typical_line(std::uint32_t seq) {
       .cycle_last = 0x0000'1234'5678'9abcULL,
       .max_delta = ms.max_delta,
       .mono_ns = 123'456'789'012'345,
-      .realtime_offset_ns = 1'700'000'000'000'000'000,
-      .boottime_offset_ns = 9'876'543'210,
+      .realtime_ns = 123'456'789'012'345 + 1'700'000'000'000'000'000,
+      .boottime_ns = 123'456'789'012'345 + 9'876'543'210,
       .raw_ns = 123'450'000'000'000,
       .raw_mult = vclock::mult_for(ns_per_tick * (1 - 7e-6), ms.shift),
       .shift = static_cast<std::uint8_t>(ms.shift),
@@ -587,14 +588,15 @@ TEST(Reader, CarefulPathAgreesWithFastPathOnRandomPages) {
     const vclock::mult_shift ms =
         page_mult_shift(ns_per_tick * (1 + rate_headroom), 1 + random_below(rng, hz / 20));
     ASSERT_GT(ms.max_delta, 0u) << "hz " << hz;
+    const std::int64_t mono = time_ns(rng);
     p->hot = clock_line{
         .seq = static_cast<std::uint32_t>(2 * i),
         .mult = vclock::mult_for(ns_per_tick * (1 + used(rng)), ms.shift),
         .cycle_last = rng(),
         .max_delta = ms.max_delta,
-        .mono_ns = time_ns(rng),
-        .realtime_offset_ns = offset_ns(rng),
-        .boottime_offset_ns = time_ns(rng),
+        .mono_ns = mono,
+        .realtime_ns = mono + offset_ns(rng),
+        .boottime_ns = mono + time_ns(rng),
         .raw_ns = time_ns(rng),
         .raw_mult = vclock::mult_for(ns_per_tick * (1 + used(rng)), ms.shift),
         .shift = static_cast<std::uint8_t>(ms.shift),
@@ -644,8 +646,8 @@ TEST(Reader, TimespecFormMatchesNanosecondsAndIsNormalised) {
         .cycle_last = rng(),
         .max_delta = ms.max_delta,
         .mono_ns = mono,
-        .realtime_offset_ns = 1'700'000'000'000'000'000 + sub_second[random_below(rng, 5)],
-        .boottime_offset_ns = sub_second[random_below(rng, 5)],
+        .realtime_ns = mono + 1'700'000'000'000'000'000 + sub_second[random_below(rng, 5)],
+        .boottime_ns = mono + sub_second[random_below(rng, 5)],
         .raw_ns = mono - sub_second[random_below(rng, 5)],
         .raw_mult = vclock::mult_for(ns_per_tick * (1 + used(rng)), ms.shift),
         .shift = static_cast<std::uint8_t>(ms.shift),

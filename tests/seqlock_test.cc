@@ -65,8 +65,8 @@ void write_line(clock_line& l, generation gen, std::uint64_t max_delta) {
   store(l.shift, gen.shift());
   store(l.mono_ns, gen.base());
   store(l.raw_ns, gen.base());
-  store(l.realtime_offset_ns, gen.offset());
-  store(l.boottime_offset_ns, gen.offset());
+  store(l.realtime_ns, gen.base() + gen.offset());
+  store(l.boottime_ns, gen.base() + gen.offset());
   store(l.tai_offset_s, tai_s);
   vclock::detail::write_end(l.seq, odd);
 }

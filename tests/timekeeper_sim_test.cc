@@ -85,6 +85,11 @@ constexpr clock_kind kinds[kind_count] = {
     clock_kind::boottime,       clock_kind::tai,      clock_kind::monotonic_coarse,
     clock_kind::realtime_coarse};
 
+// The page stores each clock's base; the kernel's offsets from MONOTONIC,
+// which must not move without a kernel step, are their differences.
+std::int64_t realtime_offset(const clock_line& l) { return l.realtime_ns - l.mono_ns; }
+std::int64_t boottime_offset(const clock_line& l) { return l.boottime_ns - l.mono_ns; }
+
 const char* kind_name(clock_kind k) {
   switch (k) {
     case clock_kind::realtime:
@@ -506,27 +511,26 @@ class driver {
           after.raw_ns - old_raw);
     }
     // TAI does not move at a leap second, only at a REALTIME step.
-    const std::int64_t tai_before = before.realtime_offset_ns + before.tai_offset_s * ns_per_s;
-    const std::int64_t tai_after = after.realtime_offset_ns + after.tai_offset_s * ns_per_s;
+    const std::int64_t tai_before = realtime_offset(before) + before.tai_offset_s * ns_per_s;
+    const std::int64_t tai_after = realtime_offset(after) + after.tai_offset_s * ns_per_s;
     if (tai_after != tai_before && steps_applied_ != steps_at_last_tai_change_) {
       steps_at_last_tai_change_ = steps_applied_;  // the step the kernel made
     } else if (std::abs(tai_after - tai_before) > 1) {
       v_["TAI offset moved without a REALTIME step"].add(
           fmt("%s at %.6f s: TAI moved %+" PRId64 " ns (realtime offset %+" PRId64
               " ns, tai %+d s)",
-              what, t_s, tai_after - tai_before,
-              after.realtime_offset_ns - before.realtime_offset_ns,
+              what, t_s, tai_after - tai_before, realtime_offset(after) - realtime_offset(before),
               after.tai_offset_s - before.tai_offset_s),
           tai_after - tai_before);
     }
-    const bool offsets_changed = after.realtime_offset_ns != before.realtime_offset_ns ||
-                                 after.boottime_offset_ns != before.boottime_offset_ns ||
+    const bool offsets_changed = realtime_offset(after) != realtime_offset(before) ||
+                                 boottime_offset(after) != boottime_offset(before) ||
                                  after.tai_offset_s != before.tai_offset_s;
     if (offsets_changed && world_.now() > offsets_may_change_until_) {
       v_["offset changed with no kernel step (REALTIME/BOOTTIME/TAI discontinuous)"].add(
           fmt("%s at %.6f s: realtime %+" PRId64 " ns, boottime %+" PRId64 " ns, tai %+d s", what,
-              t_s, after.realtime_offset_ns - before.realtime_offset_ns,
-              after.boottime_offset_ns - before.boottime_offset_ns,
+              t_s, realtime_offset(after) - realtime_offset(before),
+              boottime_offset(after) - boottime_offset(before),
               after.tai_offset_s - before.tai_offset_s));
     }
   }
@@ -630,8 +634,8 @@ class driver {
     // a change at any other time is not a step. (That TAI does not move at
     // a leap second is check_publish()'s job.)
     if (t <= offsets_may_change_until_) {
-      realtime_key_ = page_->hot.realtime_offset_ns;
-      tai_key_ = page_->hot.realtime_offset_ns + page_->hot.tai_offset_s * ns_per_s;
+      realtime_key_ = realtime_offset(page_->hot);
+      tai_key_ = realtime_offset(page_->hot) + page_->hot.tai_offset_s * ns_per_s;
     }
     std::int64_t epoch = 0;
     if (is_real) {

@@ -76,12 +76,32 @@ void store_line(clock_line& dst, const clock_line& src) noexcept {
   store(dst.cycle_last, src.cycle_last);
   store(dst.max_delta, src.max_delta);
   store(dst.mono_ns, src.mono_ns);
-  store(dst.realtime_offset_ns, src.realtime_offset_ns);
-  store(dst.boottime_offset_ns, src.boottime_offset_ns);
+  store(dst.realtime_ns, src.realtime_ns);
+  store(dst.boottime_ns, src.boottime_ns);
   store(dst.raw_ns, src.raw_ns);
   store(dst.raw_mult, src.raw_mult);
   store(dst.shift, src.shift);
   store(dst.tai_offset_s, src.tai_offset_s);
+}
+
+// The page holds each clock's time at cycle_last (page.h: one load per
+// read); the timekeeper thinks as the kernel does, of REALTIME and
+// BOOTTIME as offsets from MONOTONIC. These two convert.
+struct mono_offsets {
+  std::int64_t realtime;
+  std::int64_t boottime;
+};
+
+mono_offsets offsets_of(const clock_line& l) noexcept {
+  return {l.realtime_ns - l.mono_ns, l.boottime_ns - l.mono_ns};
+}
+
+// Sets the line's MONOTONIC base and, the offsets apart, its REALTIME and
+// BOOTTIME bases.
+void set_mono_base(clock_line& l, std::int64_t mono_ns, mono_offsets o) noexcept {
+  l.mono_ns = mono_ns;
+  l.realtime_ns = mono_ns + o.realtime;
+  l.boottime_ns = mono_ns + o.boottime;
 }
 
 }  // namespace
@@ -95,7 +115,10 @@ void timekeeper::start() noexcept {
   store_relaxed(page_.size, static_cast<std::uint32_t>(sizeof(page)));
   store_relaxed(page_.tick_ns, config_.tick_ns);
   published_ = clock_line{};
-  published_.mono_ns = detail::load(page_.hot.mono_ns);  // keep any floor (fork)
+  // Keep any floor (fork), and the offsets with it.
+  published_.mono_ns = detail::load(page_.hot.mono_ns);
+  published_.realtime_ns = detail::load(page_.hot.realtime_ns);
+  published_.boottime_ns = detail::load(page_.hot.boottime_ns);
   published_.raw_ns = detail::load(page_.hot.raw_ns);
   state_ = state::calibrating;
   have_calib_ = false;
@@ -475,8 +498,10 @@ void timekeeper::publish(bool resync) noexcept {
   clock_line next = published_;
   next.mult = mult_for(mono_.nominal * (1.0 + mono_.used), published_.shift);
   next.raw_mult = mult_for(raw_.nominal * (1.0 + raw_.used), published_.shift);
-  next.realtime_offset_ns = offsets_.realtime;
-  next.boottime_offset_ns = std::max(offsets_.boottime, published_.boottime_offset_ns);
+  // BOOTTIME's offset only grows (suspend adds to it): a smaller kernel
+  // offset would step BOOTTIME back.
+  const mono_offsets next_offsets{offsets_.realtime,
+                                  std::max(offsets_.boottime, offsets_of(published_).boottime)};
   next.tai_offset_s = offsets_.tai_s;
   next.max_delta = validity_delta_;
 
@@ -488,26 +513,23 @@ void timekeeper::publish(bool resync) noexcept {
   close_backup(backup_seq, c);
   const bool was_on = published_.max_delta != 0;
   const std::uint64_t delta = c - published_.cycle_last;
+  std::int64_t mono = published_.mono_ns;  // never move a base back
   if (was_on && delta < published_.max_delta) {
-    next.mono_ns = time_at(c, false);
+    mono = time_at(c, false);
     next.raw_ns = time_at(c, true);
-  } else if (was_on && static_cast<std::int64_t>(delta) < 0) {
-    next.mono_ns = published_.mono_ns;  // never move a base back
-    next.raw_ns = published_.raw_ns;
-    resync = true;
   } else {
-    // Stale or off: readers answered max(kernel + lead, base); so does this.
-    next.mono_ns = published_.mono_ns;
-    next.raw_ns = published_.raw_ns;
+    // Counter behind cycle_last, stale or off: readers answered
+    // max(kernel + lead, base); so does this.
     resync = true;
   }
   if (resync) {
     // Read after c, so these are upper bounds of the kernel's time at c:
     // every answer a reader had from the kernel is <= the new base.
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-    next.mono_ns = std::max(next.mono_ns, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
+    mono = std::max(mono, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
     next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
   }
+  set_mono_base(next, mono, next_offsets);
   next.cycle_last = c;
   store_line(page_.hot, next);
   detail::write_end(page_.hot.seq, seq);
@@ -533,14 +555,16 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   close_backup(backup_seq, c);
   clock_line next = published_;
   if (published_.max_delta != 0) {
+    std::int64_t mono = published_.mono_ns;
     const std::uint64_t delta = c - published_.cycle_last;
     if (static_cast<std::int64_t>(delta) >= 0 && delta < published_.max_delta) {
-      next.mono_ns = time_at(c, false);
+      mono = time_at(c, false);
       next.raw_ns = time_at(c, true);
     }  // else: behind cycle_last or stale; readers had at most kernel + lead
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-    next.mono_ns = std::max(next.mono_ns, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
+    mono = std::max(mono, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
     next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
+    set_mono_base(next, mono, offsets_of(published_));
   }
   next.max_delta = 0;
   next.cycle_last = c;
@@ -556,7 +580,7 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
 // The coarse clocks of `l` (just published to hot), or "off".
 void timekeeper::write_coarse(const clock_line& l, bool valid) noexcept {
   coarse_line& c = page_.coarse;
-  const std::int64_t realtime = l.mono_ns + l.realtime_offset_ns;
+  const std::int64_t realtime = l.realtime_ns;
   const std::uint32_t seq = detail::write_begin(c.seq);
   store(c.valid, valid ? 1u : 0u);
   store(c.mono_ns, l.mono_ns);

@@ -63,28 +63,39 @@ inline constexpr std::int64_t ns_per_s = 1000000000;
   return static_cast<std::int64_t>((delta * mult) >> shift);
 }
 
-// What a clock adds to its base (mono_ns or raw_ns). Loads only the fields
-// clock `K` needs.
+// The time of clock K at cycle_last: the line holds one base per clock,
+// so a reader adds the elapsed time to one load.
 template <clock_kind K>
-[[gnu::always_inline]] inline std::int64_t load_offset(const clock_line& l) noexcept {
-  if constexpr (K == clock_kind::realtime || K == clock_kind::realtime_coarse) {
-    return load(l.realtime_offset_ns);
+[[gnu::always_inline]] inline std::int64_t load_base(const clock_line& l) noexcept {
+  if constexpr (K == clock_kind::monotonic_raw) {
+    return load(l.raw_ns);
+  } else if constexpr (K == clock_kind::realtime || K == clock_kind::realtime_coarse ||
+                       K == clock_kind::tai) {
+    return load(l.realtime_ns);
   } else if constexpr (K == clock_kind::boottime) {
-    return load(l.boottime_offset_ns);
-  } else if constexpr (K == clock_kind::tai) {
-    return load(l.realtime_offset_ns) + std::int64_t{load(l.tai_offset_s)} * ns_per_s;
+    return load(l.boottime_ns);
+  } else {
+    return load(l.mono_ns);
+  }
+}
+
+// Whole seconds clock K adds to its base: TAI's offset from REALTIME; a
+// constant 0, and no load, for every other clock. Kept apart from the base
+// so that a TAI timespec adds it to tv_sec after the split (one add) instead
+// of to the nanoseconds before it (a multiply on the way to the split).
+template <clock_kind K>
+[[gnu::always_inline]] inline std::int64_t load_whole_seconds(const clock_line& l) noexcept {
+  if constexpr (K == clock_kind::tai) {
+    return load(l.tai_offset_s);
   } else {
     return 0;
   }
 }
 
+// The time of clock K at cycle_last in nanoseconds, whole seconds included.
 template <clock_kind K>
-[[gnu::always_inline]] inline std::int64_t load_base(const clock_line& l) noexcept {
-  if constexpr (K == clock_kind::monotonic_raw) {
-    return load(l.raw_ns);
-  } else {
-    return load(l.mono_ns);
-  }
+[[gnu::always_inline]] inline std::int64_t load_base_ns(const clock_line& l) noexcept {
+  return load_base<K>(l) + load_whole_seconds<K>(l) * ns_per_s;
 }
 
 // The shift: a constant where the arch fixes it, else the page's.
@@ -105,39 +116,49 @@ template <clock_kind K>
   }
 }
 
-// How the hot path turns (base, elapsed ns) into its result. prepare()
-// runs on the base alone, after the counter read in program order, so its
-// work overlaps the counter read; finish() adds the elapsed time.
+// How the hot path turns (base, whole seconds, elapsed ns) into its
+// result: prepare() runs before the checks, on the page's values alone;
+// finish() after them, adding the elapsed time. Where each step goes was
+// measured: a multiply in prepare() overlaps the counter read, but the
+// split of a timespec there needs more registers than are free across
+// the checks (a stack frame), so it waits for finish().
 struct as_ns {
   using result = std::int64_t;
   using prepared = std::int64_t;
-  [[gnu::always_inline]] static prepared prepare(std::int64_t base) noexcept { return base; }
+  // TAI's whole seconds join the base early (0.5 ns less than after the
+  // checks, where the multiply competes with the elapsed time's).
+  [[gnu::always_inline]] static prepared prepare(std::int64_t base,
+                                                 std::int64_t whole_seconds) noexcept {
+    return base + whole_seconds * ns_per_s;
+  }
   [[gnu::always_inline]] static result finish(prepared base, std::int64_t elapsed) noexcept {
     return base + elapsed;
   }
   static result from_ns(std::int64_t ns) noexcept { return ns; }
 };
 
-// timespec without dividing after the counter read: the base is split into
-// seconds and nanoseconds while the counter is read, and the elapsed time
-// (< 1 s: the timekeeper keeps max_delta under half a second) needs one
-// conditional carry. Page clocks are never negative (the kernel refuses to
-// set REALTIME before 1970), so there is no sign fix-up ("can't ever see
-// nsec < 0"); the division by a constant compiles to a multiply.
+// timespec without dividing the counter's share: the base is split into
+// seconds and nanoseconds (the division by a constant compiles to a
+// multiply; it depends on the page alone, so it runs beside the counter
+// read's multiply), and the elapsed time (< 1 s: the timekeeper keeps
+// max_delta under half a second) needs one conditional carry. TAI's whole
+// seconds are added to the seconds, not to the nanoseconds before the
+// split. Page clocks are never negative (the kernel refuses to set REALTIME
+// before 1970), so there is no sign fix-up ("can't ever see nsec < 0").
 struct as_timespec {
   using result = timespec;
   struct prepared {
-    std::int64_t sec;
-    std::int64_t nsec;
+    std::int64_t base;
+    std::int64_t whole_seconds;
   };
-  [[gnu::always_inline]] static prepared prepare(std::int64_t base) noexcept {
-    const auto u = static_cast<std::uint64_t>(base);
-    return {static_cast<std::int64_t>(u / 1'000'000'000u),
-            static_cast<std::int64_t>(u % 1'000'000'000u)};
+  [[gnu::always_inline]] static prepared prepare(std::int64_t base,
+                                                 std::int64_t whole_seconds) noexcept {
+    return {base, whole_seconds};
   }
   [[gnu::always_inline]] static result finish(prepared b, std::int64_t elapsed) noexcept {
-    std::int64_t nsec = b.nsec + elapsed;
-    std::int64_t sec = b.sec;
+    const auto u = static_cast<std::uint64_t>(b.base);
+    std::int64_t sec = static_cast<std::int64_t>(u / 1'000'000'000u) + b.whole_seconds;
+    std::int64_t nsec = static_cast<std::int64_t>(u % 1'000'000'000u) + elapsed;
     if (nsec >= ns_per_s) [[unlikely]] {  // rare: a branch (predicted), not a cmov
       nsec -= ns_per_s;
       ++sec;
@@ -147,7 +168,7 @@ struct as_timespec {
     ts.tv_nsec = static_cast<long>(nsec);
     return ts;
   }
-  static result from_ns(std::int64_t ns) noexcept { return finish(prepare(ns), 0); }
+  static result from_ns(std::int64_t ns) noexcept { return finish(prepare(ns, 0), 0); }
 };
 
 // The hot path. `counter()` returns arch::counter_read; `careful()` returns
@@ -170,7 +191,7 @@ template <clock_kind K, class Out = as_ns, class Counter>
   if constexpr (is_coarse(K)) {
     const std::uint32_t seq = load(l.seq);  // pairs with write_end()
     const std::uint64_t max_delta = load(l.max_delta);
-    const std::int64_t ns = load(l.mono_ns) + load_offset<K>(l);
+    const std::int64_t ns = load_base<K>(l);
     if ((seq & 1u) != 0 || max_delta == 0 || load_relaxed(l.seq) != seq) [[unlikely]] {
       return false;  // mid-update, not calibrated, fallback, or a retry
     }
@@ -193,7 +214,7 @@ template <clock_kind K, class Out = as_ns, class Counter>
     const std::uint64_t max_delta = load(l.max_delta);
     const std::uint32_t mult = load_mult<K>(l);
     const unsigned shift = load_shift(l);
-    const std::int64_t base = load_base<K>(l) + load_offset<K>(l);
+    const typename Out::prepared base = Out::prepare(load_base<K>(l), load_whole_seconds<K>(l));
     // `now.zero` is 0 but depends on the counter read: this load cannot
     // run before the counter is read, so a reader whose counter is past
     // the writer's switch point always sees the new seq (timekeeper.cc,
@@ -203,9 +224,7 @@ template <clock_kind K, class Out = as_ns, class Counter>
     if (delta >= max_delta || seq_after != seq) [[unlikely]] {
       return false;  // stale, off, counter behind cycle_last, or a retry
     }
-    // Converted only once the checks passed: the split into seconds (a
-    // multiply for as_timespec) then needs no registers across them.
-    out = Out::finish(Out::prepare(base), delta_to_ns(delta, mult, shift));
+    out = Out::finish(base, delta_to_ns(delta, mult, shift));
     return true;
   }
 }
@@ -294,7 +313,7 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     const std::uint64_t max_delta = load(l.max_delta);
     const std::uint32_t mult = load_mult<K>(l);
     const unsigned shift = load_shift(l);
-    const std::int64_t base = load_base<K>(l) + load_offset<K>(l);
+    const std::int64_t base = load_base_ns<K>(l);
     const auto now = counter();
     if (load_relaxed((&l.seq)[now.zero]) != seq) {
       continue;
