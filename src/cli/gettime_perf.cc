@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -92,37 +93,49 @@ constexpr clock_case clocks[] = {{"MONOTONIC", CLOCK_MONOTONIC},
                                  {"BOOTTIME", CLOCK_BOOTTIME},
                                  {"REALTIME", CLOCK_REALTIME}};
 
-// Best (largest) call count of each contender for one clock; 0 where the
-// contender is missing (no vDSO).
+// The call count of every round, per contender of one clock; empty where
+// the contender is missing (no vDSO).
 struct counts {
-  std::uint64_t vdso = 0;
-  std::uint64_t vclock_timespec = 0;
-  std::uint64_t vclock_ns = 0;
+  std::vector<std::uint64_t> vdso;
+  std::vector<std::uint64_t> vclock_timespec;
+  std::vector<std::uint64_t> vclock_ns;
 };
 
 counts measure(clockid_t clock, const plan& p, timespec_fn vdso) {
   const std::int64_t span_ns = p.span_ns;
-  counts best;
+  counts c;
   for (int r = 0; r < p.rounds; ++r) {
     // Rotate who goes first, so that a slow phase of the VM hits each alike.
     for (int k = 0; k < 3; ++k) {
       switch ((k + r) % 3) {
         case 0:
           if (vdso != nullptr) {
-            best.vdso = std::max(best.vdso, timespec_loop(vdso, clock, span_ns));
+            c.vdso.push_back(timespec_loop(vdso, clock, span_ns));
           }
           break;
         case 1:
-          best.vclock_timespec =
-              std::max(best.vclock_timespec, timespec_loop(&vclock_gettime, clock, span_ns));
+          c.vclock_timespec.push_back(timespec_loop(&vclock_gettime, clock, span_ns));
           break;
         default:
-          best.vclock_ns = std::max(best.vclock_ns, ns_loop(&vclock_gettime_ns, clock, span_ns));
+          c.vclock_ns.push_back(ns_loop(&vclock_gettime_ns, clock, span_ns));
           break;
       }
     }
   }
-  return best;
+  return c;
+}
+
+// The best round's count (the most calls); 0 where there were none.
+std::uint64_t best(const std::vector<std::uint64_t>& rounds) {
+  return rounds.empty() ? 0 : *std::max_element(rounds.begin(), rounds.end());
+}
+
+std::uint64_t median(std::vector<std::uint64_t> rounds) {
+  if (rounds.empty()) {
+    return 0;
+  }
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[rounds.size() / 2];
 }
 
 // a / b as a ratio of times per call, from call counts in the same span:
@@ -136,7 +149,7 @@ double time_ratio(std::uint64_t calls_a, std::uint64_t calls_b) {
 
 std::string ratio_text(double v) { return v == v ? strformat("%.3fx", v) : "-"; }
 
-// Calls per second of the clock, from the best round's count.
+// Calls per second of the clock, from a round's count.
 double per_second(std::uint64_t calls, const plan& p) {
   return static_cast<double>(calls) * 1e9 / static_cast<double>(p.span_ns);
 }
@@ -157,16 +170,36 @@ void print_text(const status_snapshot& s, int cpu, const plan& p, const std::vec
   text_table t({"clock", "vDSO timespec", "vclock timespec", "vclock _ns", "timespec vs vDSO",
                 "timespec vs _ns"});
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const counts& c = rows[i];
+    const std::uint64_t vdso = best(rows[i].vdso);
+    const std::uint64_t ts = best(rows[i].vclock_timespec);
+    const std::uint64_t ns = best(rows[i].vclock_ns);
     t.row()
         .left(clocks[i].name)
-        .right(rate_text(c.vdso, p))
-        .right(rate_text(c.vclock_timespec, p))
-        .right(rate_text(c.vclock_ns, p))
-        .right(ratio_text(time_ratio(c.vclock_timespec, c.vdso)))
-        .right(ratio_text(time_ratio(c.vclock_timespec, c.vclock_ns)));
+        .right(rate_text(vdso, p))
+        .right(rate_text(ts, p))
+        .right(rate_text(ns, p))
+        .right(ratio_text(time_ratio(ts, vdso)))
+        .right(ratio_text(time_ratio(ts, ns)));
   }
   std::fputs(t.str().c_str(), stdout);
+}
+
+// One row per contender and clock, with the fields every `bench --json` row
+// has (API.md): name, min_ns and median_ns, here the span over the best and
+// the median round's count.
+void json_row(json_writer& j, const std::string& name, const char* clock,
+              const std::vector<std::uint64_t>& rounds, const plan& p) {
+  if (rounds.empty()) {
+    return;
+  }
+  const auto span = static_cast<double>(p.span_ns);
+  j.begin_object()
+      .field("name", name + "(" + clock + ")")
+      .field("clock", clock)
+      .field("calls", best(rounds))
+      .field("min_ns", std::round(span / static_cast<double>(best(rounds)) * 100) / 100)
+      .field("median_ns", std::round(span / static_cast<double>(median(rounds)) * 100) / 100)
+      .end_object();
 }
 
 void print_json(const status_snapshot& s, int cpu, const plan& p, const std::vector<counts>& rows) {
@@ -174,20 +207,13 @@ void print_json(const status_snapshot& s, int cpu, const plan& p, const std::vec
   j.begin_object().field("command", "bench").key("gettime_perf").begin_object();
   j.field("span_ns", p.span_ns).field("rounds", p.rounds).field("pinned_cpu", cpu);
   j.field("counter_mode", s.counter_mode).field("clocksource", s.kernel_clocksource);
-  j.key("rows").begin_array();
+  j.end_object().key("rows").begin_array();
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const counts& c = rows[i];
-    j.begin_object().field("clock", clocks[i].name);
-    j.key("vdso_calls");
-    if (c.vdso == 0) {
-      j.null();
-    } else {
-      j.value(c.vdso);
-    }
-    j.field("vclock_timespec_calls", c.vclock_timespec).field("vclock_ns_calls", c.vclock_ns);
-    j.end_object();
+    json_row(j, "__vdso_clock_gettime", clocks[i].name, rows[i].vdso, p);
+    json_row(j, "vclock_gettime", clocks[i].name, rows[i].vclock_timespec, p);
+    json_row(j, "vclock_gettime_ns", clocks[i].name, rows[i].vclock_ns, p);
   }
-  j.end_array().end_object().end_object();
+  j.end_array().end_object();
   std::fputs(j.str().c_str(), stdout);
 }
 
