@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "args.h"
-#include "bench.h"
+#include "cpu.h"
 #include "json.h"
 #include "lib/kernel_clock.h"
 #include "lib/status.h"

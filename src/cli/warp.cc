@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "args.h"
-#include "bench.h"
+#include "cpu.h"
 #include "json.h"
 #include "lib/kernel_clock.h"
 #include "lib/status.h"

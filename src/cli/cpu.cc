@@ -1,0 +1,65 @@
+// See cpu.h.
+#include "cpu.h"
+
+#include <sched.h>
+#include <time.h>
+#if defined(__x86_64__)
+#  include <cpuid.h>
+#endif
+
+#include <chrono>
+#include <thread>
+
+#include "lib/kernel_clock.h"
+
+namespace vclock::cli {
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) {
+        cpus.push_back(cpu);
+      }
+    }
+  }
+  return cpus;
+}
+
+bool pin_current_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+bool has_rdtscp() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(0x80000001u, &a, &b, &c, &d) != 0 && (d & (1u << 27)) != 0;
+#else
+  return false;
+#endif
+}
+
+std::int64_t raw_now_ns() {
+  timespec ts{};
+  kernel::gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+double counter_hz_or_measure(double calibrated_hz, int measure_ms) {
+  if (calibrated_hz > 0) {
+    return calibrated_hz;
+  }
+  const std::uint64_t c0 = ticks();
+  const std::int64_t t0 = raw_now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(measure_ms));
+  const std::uint64_t c1 = ticks();
+  const std::int64_t t1 = raw_now_ns();
+  return t1 > t0 ? static_cast<double>(c1 - c0) * 1e9 / static_cast<double>(t1 - t0) : 0;
+}
+
+}  // namespace vclock::cli

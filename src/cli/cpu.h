@@ -1,0 +1,44 @@
+// The CPU helpers the measuring subcommands share (bench, warp,
+// gettime_perf): which CPUs this process may use, pinning, and the timers
+// that bracket what they measure.
+#ifndef VCLOCK_SRC_CLI_CPU_H_
+#define VCLOCK_SRC_CLI_CPU_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "vclock/detail/arch.h"
+
+namespace vclock::cli {
+
+// The CPUs this process may run on (its affinity mask), in order.
+std::vector<int> allowed_cpus();
+
+// Pins the calling thread to `cpu`. False if the kernel refused.
+bool pin_current_thread(int cpu);
+
+// True if the CPU has RDTSCP (CPUID 0x80000001, EDX bit 27).
+bool has_rdtscp();
+
+// Counter ticks per second: the timekeeper's calibration when there is one,
+// else measured here against CLOCK_MONOTONIC_RAW over `measure_ms`.
+double counter_hz_or_measure(double calibrated_hz, int measure_ms);
+
+// Kernel CLOCK_MONOTONIC_RAW through the vDSO: the timer of the hot trials,
+// independent of both the library under test and of NTP slewing.
+std::int64_t raw_now_ns();
+
+// The counter read that brackets a single timed call. LFENCE (or the
+// generic header's ordered read) waits until every earlier instruction,
+// the call included, has completed.
+[[gnu::always_inline]] inline std::uint64_t ticks() noexcept {
+#if defined(__x86_64__)
+  return arch::read_counter<arch::counter_ordering::lfence>().value;
+#else
+  return arch::read_counter<arch::counter_ordering::ordered>().value;
+#endif
+}
+
+}  // namespace vclock::cli
+
+#endif  // VCLOCK_SRC_CLI_CPU_H_
