@@ -395,6 +395,8 @@ TEST(Cli, BadUsageExitsTwoWithOneLineOnStderr) {
       {"bench", "--threads", "0"},
       {"bench", "--json=yes"},
       {"bench", "--gettime-perf=1"},
+      {"bench", "--gettime-perf", "--cold"},
+      {"bench", "--gettime-perf", "--threads", "2"},
       {"warp", "--seconds", "-1"},
       {"warp", "--clock", "sundial"},
       {"warp", "stray"},

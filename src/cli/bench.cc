@@ -284,6 +284,9 @@ int run_bench(std::span<char* const> args) {
     return print_help(parser);
   }
   if (o.gettime_perf) {
+    if (o.cold_every_clock || o.threads != 0) {
+      return usage_error("bench", "--cold and --threads do not apply to --gettime-perf");
+    }
     return run_gettime_perf(o.quick, o.json);
   }
 
