@@ -9,7 +9,8 @@
 #   - has other than exactly one lfence and one rdtsc (and no mfence or rdtscp),
 #   - is longer than max_instructions (padding nops not counted);
 # and, compiling src/lib/api.cc, fails if an entry point's dispatching function (the
-# lfence and rdtscp variants, and the relaxed ones) has a stack frame or makes a call.
+# lfence and rdtscp variants, the relaxed ones, and the rdtscp variants of the functions
+# that serve MONOTONIC_RAW, BOOTTIME and TAI) has a stack frame or makes a call.
 # Usage: tools/check-hot-path.sh   (CXX picks the compiler; default g++)
 # Exit status: 0 pass, 1 a check failed, 77 skipped (not x86-64, or no objdump).
 set -euo pipefail
@@ -135,6 +136,8 @@ for fn in 'gettime_ns<(vclock::arch::counter_ordering)1>(int)' \
   'gettime_ns<(vclock::arch::counter_ordering)3>(int)' \
   'gettime<(vclock::arch::counter_ordering)3>(int, timespec*)' \
   'gettimeofday<(vclock::arch::counter_ordering)3>(timeval*, void*)' \
+  'gettime_ns_other<(vclock::arch::counter_ordering)3>(int)' \
+  'gettime_other<(vclock::arch::counter_ordering)3>(int, timespec*)' \
   'vclock_gettime_ns_relaxed' 'vclock_gettime_relaxed'; do
   body=$(awk -v fn="${fn}>:" 'index($0, fn) && $0 ~ /^[0-9a-f]+ </ {on = 1; next}
     on && /^$/ {exit} on {print}' "${tmp}/api.s")

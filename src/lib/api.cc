@@ -88,7 +88,11 @@ template <clock_kind K>
   return careful_timespec<K>(ts);
 }
 
-std::int64_t forward_ns(clockid_t clock) noexcept {
+// Clock ids the page does not serve go to the kernel. Out of line, so
+// that the dispatch reaches them by a tail jump: inlined, their call (and
+// the register kept across it for errno) gave MONOTONIC_RAW's and TAI's
+// paths, which share the dispatching function, a stack frame.
+[[gnu::noinline]] std::int64_t forward_ns(clockid_t clock) noexcept {
   timespec ts{};
   const int r = kernel::gettime(clock, &ts);
   if (r != 0) {
@@ -98,7 +102,7 @@ std::int64_t forward_ns(clockid_t clock) noexcept {
   return ts.tv_sec * std::int64_t{1'000'000'000} + ts.tv_nsec;
 }
 
-int forward(clockid_t clock, timespec* ts) noexcept {
+[[gnu::noinline]] int forward(clockid_t clock, timespec* ts) noexcept {
   const int r = kernel::gettime(clock, ts);
   if (r != 0) {
     errno = -r;
@@ -138,6 +142,17 @@ std::int64_t gettime_ns(clockid_t clock) noexcept {
   return gettime_ns_other<O>(clock);
 }
 
+// TAI's timespec keeps one value more than the other clocks across the
+// checks (its whole seconds, added after the split), one more than the
+// caller-saved registers: a one-register frame, kept in a function of its
+// own so that the paths beside it stay leaves. Measured: 1 ns faster than
+// the frameless alternative, which multiplies the seconds into the
+// nanoseconds before the split.
+template <counter_ordering O>
+[[gnu::noinline]] int tai_timespec(timespec* ts) noexcept {
+  return now_into<clock_kind::tai, O>(ts);
+}
+
 template <counter_ordering O>
 [[gnu::noinline]] int gettime_other(clockid_t clock, timespec* ts) noexcept {
   switch (clock) {
@@ -146,7 +161,7 @@ template <counter_ordering O>
     case CLOCK_BOOTTIME:
       return now_into<clock_kind::boottime, O>(ts);
     case CLOCK_TAI:
-      return now_into<clock_kind::tai, O>(ts);
+      return tai_timespec<O>(ts);
     default:
       return forward(clock, ts);
   }
