@@ -83,6 +83,43 @@ std::string hot_text(const results& r) {
          t.str();
 }
 
+// min_ns of the hot row called `name`, or NaN.
+double min_ns_of(const std::vector<hot_row>& rows, const std::string& name) {
+  for (const hot_row& r : rows) {
+    if (r.who->name() == name) {
+      return r.min_ns;
+    }
+  }
+  return std::nan("");
+}
+
+// What the timespec form costs over the _ns form, at each step of the
+// floor and at the entry points: the form's own floor (no seqlock, no
+// checks) beside vclock's.
+std::string timespec_text(const results& r) {
+  text_table t({"timespec form", "vs its _ns form"});
+  for (const hot_row& h : r.hot) {
+    const std::string name = h.who->name();
+    std::string ns_name;
+    if (h.who->function == "vclock_gettime") {
+      ns_name = "vclock_gettime_ns(" + h.who->clock + ")";
+    } else if (h.who->function == "vclock_gettime_relaxed") {
+      ns_name = "vclock_gettime_ns_relaxed(" + h.who->clock + ")";
+    } else if (const std::string suffix = ", timespec"; name.ends_with(suffix)) {
+      ns_name = name.substr(0, name.size() - suffix.size());
+    } else {
+      continue;
+    }
+    const double ns = min_ns_of(r.hot, ns_name);
+    if (std::isfinite(ns)) {
+      t.row().left(name).right(strformat("%.3fx", h.min_ns / ns));
+    }
+  }
+  return "\ntimespec forms against their _ns forms, min ns of this run (the \"called\" floor\n"
+         "rows have no seqlock and no checks: the form's own cost)\n" +
+         t.str();
+}
+
 std::string cold_text(const results& r) {
   text_table t({"call", "median ticks", "p90 ticks", "median vs vDSO"});
   for (const tick_row& c : r.cold) {
@@ -244,8 +281,8 @@ void print_results(const results& r) {
     std::fputs(j.str().c_str(), stdout);
     return;
   }
-  const std::string text =
-      header_text(r) + hot_text(r) + cold_text(r) + tails_text(r) + threads_text(r);
+  const std::string text = header_text(r) + hot_text(r) + timespec_text(r) + cold_text(r) +
+                           tails_text(r) + threads_text(r);
   std::fputs(text.c_str(), stdout);
 }
 
