@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command of README.md and CI: every workflow preset (configure, build, ctest), then
-# the format check, then the hot-path check. Stops at the first failure.
+# the format check, then the hot-path and signal-safety checks. Stops at the first failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -11,7 +11,7 @@ step() {
   echo "::: ${name}"
   local start=$SECONDS rc=0
   "$@" || rc=$?
-  timings+=("$(printf '%-12s %4ds  %s' "${name}" $((SECONDS - start)) \
+  timings+=("$(printf '%-13s %4ds  %s' "${name}" $((SECONDS - start)) \
     "$([[ ${rc} -eq 0 ]] && echo ok || echo "FAILED (exit ${rc})")")")
   return "${rc}"
 }
@@ -48,3 +48,16 @@ hot_path_check() {
   return "$rc"
 }
 step hot-path hot_path_check
+
+# The release build's entry points reach only async-signal-safe functions (the release
+# workflow above built build/release/libvclock.so). 77 is "skipped" here too.
+signal_safety_check() {
+  local rc=0
+  bash tools/check-signal-safety.sh build/release/libvclock.so || rc=$?
+  if ((rc == 77)); then
+    echo "signal-safety check skipped"
+    return 0
+  fi
+  return "$rc"
+}
+step signal-safety signal_safety_check

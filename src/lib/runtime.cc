@@ -6,12 +6,15 @@
 // signal handler, no try-lock on the fast path); and the kernel samples
 // (several vDSO calls per tick) never land on a caller's latency. The cost
 // is one wake-up per tick (4 ms) in a thread nobody has to start: it is
-// created on the first call and re-created in a child after fork().
+// created when the library is loaded, sleeps until the process's first call
+// wakes it, and is re-created (asleep again) in a child after fork().
 #include "runtime.h"
 
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -37,12 +40,20 @@ class system_sources final : public time_sources {
   std::int64_t read_kernel(clockid_t clock) override { return kernel::now_ns(clock); }
 };
 
-enum : int { not_started = 0, starting = 1, running = 2, stopped = 3 };
+// The thread's life: created at load (or in a child after fork), parked
+// until the first call wakes it, then running. Only the library's
+// constructor and its fork handler create it: a call never does, so a call
+// is async-signal-safe from the very first one (it may interrupt malloc or
+// pthread_create, which a thread creation would deadlock on).
+enum : int { not_created = 0, parked = 1, running = 2, stopped = 3 };
 
-std::atomic<int> run_state{not_started};
+// The futex word the parked thread waits on.
+std::atomic<int> run_state{not_created};
+static_assert(sizeof(run_state) == sizeof(int) && std::atomic<int>::is_always_lock_free);
+
 pthread_mutex_t timekeeper_lock = PTHREAD_MUTEX_INITIALIZER;
 bool created = false;   // guarded by timekeeper_lock
-trust_verdict verdict;  // written once, before run_state becomes running/stopped
+trust_verdict verdict;  // written once, in the constructor
 
 // Static storage, never destroyed: the thread may still tick while the
 // process runs its exit handlers.
@@ -89,7 +100,21 @@ bool clock_was_set(int& fd) noexcept {
   return false;
 }
 
+long futex(std::atomic<int>& word, int op, int value) noexcept {
+  return syscall(SYS_futex, reinterpret_cast<int*>(&word), op | FUTEX_PRIVATE_FLAG, value, nullptr,
+                 nullptr, 0);
+}
+
+// Parked: no tick, no wake-up, until a call wakes the thread (a process
+// that links vclock but never reads a clock pays one sleeping thread).
+void wait_until_woken() noexcept {
+  while (run_state.load(std::memory_order_acquire) == parked) {
+    futex(run_state, FUTEX_WAIT, parked);  // returns at once if no longer parked
+  }
+}
+
 void* thread_main(void*) {
+  wait_until_woken();
   timekeeper& tk = the_timekeeper();
   int fd = open_clock_was_set_fd();
   const std::int64_t tick_ns = tk.config().tick_ns;
@@ -114,20 +139,10 @@ void* thread_main(void*) {
   return nullptr;
 }
 
-void before_fork() { pthread_mutex_lock(&timekeeper_lock); }
-void after_fork_in_parent() { pthread_mutex_unlock(&timekeeper_lock); }
-void after_fork_in_child() {
-  // Only this thread exists now; the timekeeper thread did not survive.
-  // Its state is intact (fork happened between ticks, under the lock), so
-  // turn the page off with its floor and let the next call restart it.
-  pthread_mutex_unlock(&timekeeper_lock);
-  if (run_state.load(std::memory_order_relaxed) == running) {
-    the_timekeeper().pause_after_fork();
-    run_state.store(not_started, std::memory_order_release);
-  }
-}
-
-bool start_thread() noexcept {
+// Creates the thread, parked. Not async-signal-safe: called only from the
+// constructor and the fork child handler.
+bool create_parked_thread() noexcept {
+  run_state.store(parked, std::memory_order_release);
   // The thread blocks every signal, so no handler ever runs on the writer
   // in the middle of an update.
   sigset_t all, old;
@@ -141,48 +156,89 @@ bool start_thread() noexcept {
   const int r = pthread_create(&thread, &attr, thread_main, nullptr);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (r == 0) {
-    pthread_setname_np(thread, "vclock-tk");
+  if (r != 0) {
+    run_state.store(stopped, std::memory_order_release);
+    the_timekeeper().disable(fallback_reason::timekeeper_failed);
+    return false;
   }
-  return r == 0;
+  pthread_setname_np(thread, "vclock-tk");
+  return true;
 }
 
-void start() noexcept {
-  pthread_mutex_lock(&timekeeper_lock);
-  if (!created) {
-    verdict = decide_trust();
-    auto* sources = new (sources_storage) system_sources();
-    auto* tk = new (timekeeper_storage) timekeeper(the_page, *sources, config_from_environment());
-    store_relaxed(the_page.counter_trusted, verdict.reason == fallback_reason::none ? 1u : 0u);
-    tk->start();
-    if (verdict.reason != fallback_reason::none) {
-      tk->disable(verdict.reason);
-    }
-    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
-    created = true;
+// ThreadSanitizer cannot follow a thread created in the child of a
+// multi-threaded fork (it stops the process, or deadlocks on its own locks
+// held across fork): under TSan a child stays on the kernel.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool can_restart_after_fork = false;
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+constexpr bool can_restart_after_fork = false;
+#  else
+constexpr bool can_restart_after_fork = true;
+#  endif
+#else
+constexpr bool can_restart_after_fork = true;
+#endif
+
+void before_fork() { pthread_mutex_lock(&timekeeper_lock); }
+void after_fork_in_parent() { pthread_mutex_unlock(&timekeeper_lock); }
+void after_fork_in_child() {
+  // Only this thread exists now; the timekeeper thread did not survive.
+  // Its state is intact (fork happened between ticks, under the lock), so
+  // turn the page off with its floor and give the child a parked thread,
+  // which the child's first call wakes (a child that only execs never
+  // does). This handler is the child's safe context: glibc has reset its
+  // allocator's and its thread list's locks before it runs.
+  pthread_mutex_unlock(&timekeeper_lock);
+  const int state = run_state.load(std::memory_order_relaxed);
+  if (state != parked && state != running) {
+    return;
   }
-  int result = stopped;
-  if (the_timekeeper().reason() == fallback_reason::disabled ||
-      verdict.reason != fallback_reason::none) {
-    result = stopped;
-  } else if (start_thread()) {
-    result = running;
+  if (state == running) {
+    the_timekeeper().pause_after_fork();
+  }
+  if (can_restart_after_fork) {
+    create_parked_thread();
   } else {
-    the_timekeeper().disable(fallback_reason::timekeeper_failed);
+    run_state.store(stopped, std::memory_order_relaxed);
+  }
+}
+
+// Everything that is not async-signal-safe happens here, once, as the
+// library is loaded (or dlopen'ed): the environment, /sys, placement new,
+// pthread_atfork and the thread itself. A call that comes before this (from
+// another library's constructor, or a handler during start-up) finds the
+// page off and asks the kernel.
+[[gnu::constructor]] void start_at_load() noexcept {
+  pthread_mutex_lock(&timekeeper_lock);
+  verdict = decide_trust();
+  auto* sources = new (sources_storage) system_sources();
+  auto* tk = new (timekeeper_storage) timekeeper(the_page, *sources, config_from_environment());
+  store_relaxed(the_page.counter_trusted, verdict.reason == fallback_reason::none ? 1u : 0u);
+  tk->start();
+  created = true;
+  if (verdict.reason != fallback_reason::none) {
+    tk->disable(verdict.reason);
+    run_state.store(stopped, std::memory_order_release);
+  } else if (create_parked_thread()) {
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   }
   pthread_mutex_unlock(&timekeeper_lock);
-  run_state.store(result, std::memory_order_release);
 }
 
 }  // namespace
 
 void ensure_started() noexcept {
   int state = run_state.load(std::memory_order_acquire);
-  if (state != not_started) [[likely]] {
+  if (state != parked) [[likely]] {
     return;
   }
-  if (run_state.compare_exchange_strong(state, starting, std::memory_order_acq_rel)) {
-    start();
+  // One system call, once per process: a futex wake is async-signal-safe
+  // and never waits. A caller that loses the race leaves it to the winner.
+  if (run_state.compare_exchange_strong(state, running, std::memory_order_acq_rel)) {
+    const int saved = errno;
+    futex(run_state, FUTEX_WAKE, 1);
+    errno = saved;
   }
 }
 
@@ -197,8 +253,6 @@ timekeeper* lock_timekeeper() noexcept {
 
 void unlock_timekeeper() noexcept { pthread_mutex_unlock(&timekeeper_lock); }
 
-const char* trust_note() noexcept {
-  return run_state.load(std::memory_order_acquire) >= running ? verdict.note.c_str() : "";
-}
+const char* trust_note() noexcept { return verdict.note; }
 
 }  // namespace vclock::detail

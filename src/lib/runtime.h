@@ -15,10 +15,10 @@ namespace vclock::detail {
 // library and see it too).
 [[gnu::visibility("hidden")]] extern page the_page;
 
-// Starts the timekeeper thread on first use (and again in a child after
-// fork). Never blocks: if another thread is starting it, returns at once.
-// Not async-signal-safe on the very first call of a process (it creates a
-// thread); after that it is a single atomic load.
+// Wakes the timekeeper thread, created asleep when the library was loaded
+// (or in a child after fork), on a process's first call. Async-signal-safe
+// always: an atomic load, and once per process a compare-exchange and a
+// futex wake. Never blocks, never creates anything.
 void ensure_started() noexcept;
 
 // The timekeeper under its lock, for status; nullptr (and no lock held) if

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,16 +17,21 @@
 namespace vclock {
 namespace {
 
-std::string read_first_line(const char* path) {
+// The first line of a small /sys file into `out` (empty if unreadable):
+// open/read into a fixed buffer, nothing allocated.
+void read_first_line(const char* path, char* out, std::size_t size) noexcept {
+  out[0] = '\0';
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  char buf[128] = {};
-  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  if (fd < 0) return;
+  const ssize_t n = read(fd, out, size - 1);
   close(fd);
-  if (n <= 0) return {};
-  std::string s(buf, static_cast<std::size_t>(n));
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+  std::size_t len = n > 0 ? static_cast<std::size_t>(n) : 0;
+  while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' ')) --len;
+  out[len] = '\0';
+}
+
+void set_note(trust_verdict& v, const char* text) noexcept {
+  std::snprintf(v.note, sizeof(v.note), "%s", text);
 }
 
 bool cpu_has_invariant_counter() noexcept {
@@ -49,29 +55,31 @@ bool env_is(const char* name, const char* value) noexcept {
 
 trust_verdict decide_trust() noexcept {
   trust_verdict v;
-  v.clocksource =
-      read_first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  read_first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", v.clocksource,
+                  sizeof(v.clocksource));
   v.invariant_counter = cpu_has_invariant_counter();
   if (env_is("VCLOCK_DISABLE", "1")) {
     v.reason = fallback_reason::disabled;
-    v.note = "VCLOCK_DISABLE=1: every call goes to the kernel";
+    set_note(v, "VCLOCK_DISABLE=1: every call goes to the kernel");
   } else if (!arch::has_counter) {
     v.reason = fallback_reason::unsupported_arch;
-    v.note = "no user-readable counter on this architecture yet";
+    set_note(v, "no user-readable counter on this architecture yet");
   } else if (env_is("VCLOCK_COUNTER", "distrust")) {
     v.reason = fallback_reason::disabled;
-    v.note = "VCLOCK_COUNTER=distrust";
+    set_note(v, "VCLOCK_COUNTER=distrust");
   } else if (env_is("VCLOCK_COUNTER", "trust")) {
-    v.note = "VCLOCK_COUNTER=trust: counter trusted without CPUID checks";
+    set_note(v, "VCLOCK_COUNTER=trust: counter trusted without CPUID checks");
   } else if (!v.invariant_counter) {
     v.reason = fallback_reason::no_invariant_tsc;
-    v.note = "CPUID reports no invariant TSC (set VCLOCK_COUNTER=trust to override)";
-  } else if (v.clocksource == "tsc") {
-    v.note = "invariant TSC; the kernel's clocksource is tsc too";
+    set_note(v, "CPUID reports no invariant TSC (set VCLOCK_COUNTER=trust to override)");
+  } else if (std::strcmp(v.clocksource, "tsc") == 0) {
+    set_note(v, "invariant TSC; the kernel's clocksource is tsc too");
   } else {
-    v.note = "invariant TSC; the kernel uses " + v.clocksource +
-             ", so vclock checks the TSC against it every tick and falls back on any "
-             "disagreement (VCLOCK_COUNTER=distrust to never use the TSC)";
+    std::snprintf(v.note, sizeof(v.note),
+                  "invariant TSC; the kernel uses %s, so vclock checks the TSC against it every "
+                  "tick and falls back on any disagreement (VCLOCK_COUNTER=distrust to never "
+                  "use the TSC)",
+                  v.clocksource);
   }
   return v;
 }

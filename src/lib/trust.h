@@ -2,17 +2,17 @@
 #ifndef VCLOCK_SRC_LIB_TRUST_H_
 #define VCLOCK_SRC_LIB_TRUST_H_
 
-#include <string>
-
 #include "vclock/page.h"
 
 namespace vclock {
 
+// Fixed buffers, no allocation: decide_trust() runs in the library's
+// constructor, and reading it must stay safe anywhere.
 struct trust_verdict {
   fallback_reason reason = fallback_reason::none;  // none: trusted
   bool invariant_counter = false;
-  std::string clocksource;  // the kernel's current clocksource
-  std::string note;         // one sentence for `vclock status`
+  char clocksource[64] = {};  // the kernel's current clocksource
+  char note[256] = {};        // one sentence for `vclock status`
 };
 
 // Decides once, at start-up:
@@ -27,6 +27,7 @@ struct trust_verdict {
 //    the timekeeper compares the counter with the kernel every tick and
 //    falls back (counter_rate_wrong / counter_jumped) the moment the two
 //    disagree, which is exactly the migration case.
+// Reads the environment and /sys: call it at load time, not from a handler.
 trust_verdict decide_trust() noexcept;
 
 }  // namespace vclock

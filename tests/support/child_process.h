@@ -55,6 +55,48 @@ inline int run_child_test(const std::string& filter, const std::vector<std::stri
   return wait_with_watchdog(pid, timeout);
 }
 
+// What a program printed and how it ended.
+struct program_result {
+  int status = -1;  // wait status; -1 on timeout (the program was killed)
+  std::string output;
+};
+
+// Runs `argv` (argv[0] a path) with stdout captured and stderr passed through; kills it and
+// reports status -1 if it runs past `timeout`.
+inline program_result run_program(const std::vector<std::string>& argv,
+                                  std::chrono::seconds timeout) {
+  program_result result;
+  int fds[2];
+  if (pipe(fds) != 0) return result;
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargv;
+  for (std::string& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return result;
+  }
+  // The probes print one short line at exit: it fits in the pipe, so waiting first cannot
+  // deadlock.
+  result.status = wait_with_watchdog(pid, timeout);
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0)
+    result.output.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  return result;
+}
+
 }  // namespace vclock::test
 
 #endif  // VCLOCK_TESTS_SUPPORT_CHILD_PROCESS_H_

@@ -1,0 +1,106 @@
+// Issue 9: a process's first vclock call is async-signal-safe. Each test runs a fresh process
+// many times under a watchdog (a hang fails the test instead of stalling the suite):
+// first_call_probe (a signal handler makes the first call while the main thread is inside
+// malloc, pthread_create or fork), and the signal storm and many-thread first-call children of
+// fork_signal_test.cc with their timers armed before the first call.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "support/child_process.h"
+
+namespace {
+
+using vclock::test::program_result;
+using vclock::test::run_child_test;
+using vclock::test::run_program;
+
+constexpr int child_passed = 3;  // fork_signal_test.cc's end_child_test()
+
+struct probe_summary {
+  int runs = 0;
+  int hangs = 0;
+  int failed = 0;
+  std::vector<std::int64_t> first_call_ns;
+  std::string first_failure;
+};
+
+probe_summary run_probe_many(const char* mode, int runs) {
+  probe_summary s;
+  for (int i = 0; i < runs; ++i) {
+    const program_result r =
+        run_program({VCLOCK_FIRST_CALL_PROBE_PATH, mode}, std::chrono::seconds(20));
+    ++s.runs;
+    if (r.status == -1) {
+      ++s.hangs;
+    } else if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+      ++s.failed;
+    }
+    if ((r.status == -1 || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) &&
+        s.first_failure.empty()) {
+      s.first_failure = "run " + std::to_string(i) + ": status " + std::to_string(r.status) +
+                        ", output: " + r.output;
+    }
+    long long first = -1;
+    if (std::sscanf(r.output.c_str(), "first_call_ns=%lld", &first) == 1 && first >= 0) {
+      s.first_call_ns.push_back(first);
+    }
+  }
+  return s;
+}
+
+void report(const char* mode, probe_summary& s) {
+  std::sort(s.first_call_ns.begin(), s.first_call_ns.end());
+  if (!s.first_call_ns.empty()) {
+    // Information, not a check: speed targets live in benchmarks.
+    std::printf("[          ] %s: %d runs; first call (in a handler) median %lld ns, max %lld ns\n",
+                mode, s.runs, static_cast<long long>(s.first_call_ns[s.first_call_ns.size() / 2]),
+                static_cast<long long>(s.first_call_ns.back()));
+  }
+  EXPECT_EQ(s.hangs, 0) << s.first_failure;
+  EXPECT_EQ(s.failed, 0) << s.first_failure;
+}
+
+TEST(FirstCallSafety, HandlerInterruptingMallocAndThreadCreation) {
+  probe_summary s = run_probe_many("malloc", 200);
+  report("malloc", s);
+}
+
+TEST(FirstCallSafety, HandlerInterruptingFork) {
+  probe_summary s = run_probe_many("fork", 200);
+  report("fork", s);
+}
+
+// The children below are fork_signal_test.cc's, told by VCLOCK_TEST_FIRST_CALL_ARMED to arm
+// their timers before the process's first call and to run briefly.
+int repeat_child(const char* filter, const char* mode, int runs) {
+  int bad = 0;
+  for (int i = 0; i < runs; ++i) {
+    const int status = run_child_test(
+        filter, {std::string("VCLOCK_TEST_CHILD=") + mode, "VCLOCK_TEST_FIRST_CALL_ARMED=1"},
+        std::chrono::seconds(30));
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != child_passed) {
+      ADD_FAILURE() << filter << " run " << i << ": "
+                    << (status == -1 ? "hung (killed by the watchdog)"
+                                     : "wait status " + std::to_string(status));
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+TEST(FirstCallSafety, SignalStormArmedBeforeTheFirstCall) {
+  EXPECT_EQ(repeat_child("SignalChild.Storm", "signal-storm", 50), 0);
+}
+
+TEST(FirstCallSafety, ManyThreadsWithTimersArmedBeforeTheFirstCall) {
+  EXPECT_EQ(repeat_child("FirstCallChild.ManyThreads", "first-call", 50), 0);
+}
+
+}  // namespace

@@ -1,0 +1,606 @@
+#!/usr/bin/env bash
+# Checks that every entry point of the built library is async-signal-safe, as README.md
+# promises ("Every function is ... async-signal-safe"): that every external function the
+# entry points can reach is on an allow-list of async-signal-safe functions
+# (signal-safety(7)), and that every indirect call they can reach is one of the two kinds
+# that are known to be safe.
+#
+# How: disassembles the .so (objdump) and builds a call graph over its functions: the
+# symbols of .text, GCC's local clones (foo.cold, foo.part.0, foo.constprop.0, foo.isra.0)
+# included. A function has an edge to
+#   -->  every function it calls or jumps to (call, jmp, jcc: tail calls and the jumps
+#        between a function and its .cold part included);
+#   &->  every function whose address it takes: a rip-relative operand (lea) that points
+#        into .text, or a load of a GOT slot that holds a function's address. Taking an
+#        address counts as calling it: that is how the ifunc resolvers hand out the real
+#        entry points, and how pthread_create or pthread_atfork would get a function.
+# A call through the PLT (foo@plt), or through the GOT (call *foo@GOTPCREL(%rip), with
+# -fno-plt), is a call of the external function foo, unless the library defines foo
+# itself (an exported function called through its PLT entry), which is then followed.
+# The roots are the dynamic symbols the library defines whose names start with vclock_
+# (nm -D --defined-only): the C API, including anything exported later. The GNU ifuncs
+# (vclock_gettime, vclock_gettime_ns, vclock_gettimeofday) root their resolvers, which
+# take the addresses of the per-ordering variants.
+#
+# An indirect call or jump (call *%rax, jmp *%rax) is accepted only if it is
+#   - a vDSO call: in one of VDSO_CALLERS below (kernel_clock.cc's gettime, getres and
+#     gettimeofday, whose only indirect calls go to the kernel's vDSO), or through a
+#     register loaded straight from VDSO_TABLE (the pointers kernel_clock.cc found in the
+#     vDSO; GCC inlines those calls into other functions at -O3), with no branch target and
+#     no call between the load and the call; or
+#   - a switch's jump table: jmp *%rX just after "add %rB,%rX", where %rB was loaded by a
+#     "lea T(%rip)" of a read-only table in the same function, and the table's 32-bit
+#     entries (offsets from T, read from the file) all land in the function or its .cold
+#     part. The entries are read until the first one that does not: the table's size is
+#     the compiler's bound check, which this trusts.
+# Anything else is reported. Function pointers kept in data (vtables) are not followed: the
+# only way to call them is an indirect call, which fails unless it is one of the above.
+#
+# Output: each external function reachable from a root, with one shortest chain from a
+# root (demangled), "ok" with the reason it is allowed, or "FAIL"; each accepted indirect
+# branch; each unexplained one as "FAIL".
+# Usage: tools/check-signal-safety.sh [path/to/libvclock.so]
+#   default build/release/libvclock.so, the release preset's -O3 build; the library must
+#   keep its symbol table (not stripped), which tells its local functions apart.
+# Exit status: 0 pass, 1 a check failed (or the library is missing), 77 skipped (not
+# x86-64, or no objdump, nm, c++filt or python3).
+set -euo pipefail
+
+lib=${1:-}
+shown=${lib}
+if [[ -n ${lib} && ${lib} != /* ]]; then
+  lib=${PWD}/${lib}  # relative to the caller's directory, not the repository's
+fi
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+lib=${lib:-build/release/libvclock.so}
+shown=${shown:-${lib}}
+
+if [[ $(uname -m) != x86_64 ]]; then
+  echo "check-signal-safety: skipped: the checks are for x86-64, this is $(uname -m)"
+  exit 77
+fi
+for tool in objdump nm c++filt python3; do
+  if ! command -v "${tool}" >/dev/null; then
+    echo "check-signal-safety: skipped: no ${tool}"
+    exit 77
+  fi
+done
+if [[ ! -f ${lib} ]]; then
+  echo "check-signal-safety: FAIL: ${shown} not found; build it first" \
+    "(cmake --preset release && cmake --build --preset release)"
+  exit 1
+fi
+if [[ $(objdump -f "${lib}") != *'file format elf64-x86-64'* ]]; then
+  echo "check-signal-safety: FAIL: ${shown} is not an x86-64 ELF file"
+  exit 1
+fi
+if [[ -z $(nm "${lib}" 2>/dev/null | head -1) ]]; then
+  echo "check-signal-safety: FAIL: ${shown} has no symbol table (stripped?): the local" \
+    "functions could not be told apart"
+  exit 1
+fi
+
+exec python3 - "${lib}" "${shown}" <<'PYTHON'
+import bisect
+import re
+import subprocess
+import sys
+from collections import deque
+
+LIB, SHOWN = sys.argv[1], sys.argv[2]  # the file, and the name to print
+
+# External functions that may be reached, with the reason each is async-signal-safe.
+# signal-safety(7) (POSIX.1-2008 TC2 and POSIX.1-2016) lists most of them; the others
+# are glibc functions that are safe for the reason given.
+ALLOWED = {
+    # System calls: on signal-safety(7)'s list.
+    "open": "signal-safety(7)",
+    "openat": "signal-safety(7)",
+    "read": "signal-safety(7)",
+    "write": "signal-safety(7)",
+    "close": "signal-safety(7)",
+    "fstat": "signal-safety(7)",
+    "fstatat": "signal-safety(7)",
+    "clock_gettime": "signal-safety(7)",
+    "getpid": "signal-safety(7)",
+    "kill": "signal-safety(7)",
+    "raise": "signal-safety(7)",
+    "abort": "signal-safety(7)",
+    "_exit": "signal-safety(7)",
+    "_Exit": "signal-safety(7)",
+    "sigprocmask": "signal-safety(7)",
+    "pthread_sigmask": "signal-safety(7)",
+    "sigemptyset": "signal-safety(7)",
+    "sigfillset": "signal-safety(7)",
+    "sigaddset": "signal-safety(7)",
+    "sigdelset": "signal-safety(7)",
+    "sigismember": "signal-safety(7)",
+    # Not on the POSIX list, but in glibc each is one system call and nothing else.
+    "clock_getres": "glibc: the vDSO or one system call, like clock_gettime",
+    "gettid": "glibc: one system call",
+    "mmap": "glibc: one system call (not on the POSIX list)",
+    "munmap": "glibc: one system call (not on the POSIX list)",
+    "syscall": "glibc: the raw system call and errno; futex(2) wakes go through it",
+    # errno is thread-local; its address is the thread pointer plus a constant.
+    "__errno_location": "errno's address (thread-local, no lock)",
+    # String and memory functions: on the list since POSIX.1-2016.
+    "memchr": "signal-safety(7) (POSIX.1-2016)",
+    "memcmp": "signal-safety(7) (POSIX.1-2016)",
+    "memcpy": "signal-safety(7) (POSIX.1-2016)",
+    "memmove": "signal-safety(7) (POSIX.1-2016)",
+    "memset": "signal-safety(7) (POSIX.1-2016)",
+    "strchr": "signal-safety(7) (POSIX.1-2016)",
+    "strcmp": "signal-safety(7) (POSIX.1-2016)",
+    "strlen": "signal-safety(7) (POSIX.1-2016)",
+    "strncmp": "signal-safety(7) (POSIX.1-2016)",
+    "strnlen": "signal-safety(7) (POSIX.1-2016)",
+    # _FORTIFY_SOURCE's checked forms: the function, or __chk_fail (which aborts).
+    "__memcpy_chk": "memcpy, or abort (_FORTIFY_SOURCE)",
+    "__memmove_chk": "memmove, or abort (_FORTIFY_SOURCE)",
+    "__memset_chk": "memset, or abort (_FORTIFY_SOURCE)",
+    "__stack_chk_fail": "prints to stderr with write(2) and aborts (the stack protector)",
+    # The loader's saved copy of the auxiliary vector: a read-only array, no lock.
+    "getauxval": "glibc: reads the loader's saved auxv (no lock, no allocation)",
+    # libm: pure arithmetic, marked AS-Safe in the glibc manual; at worst they set errno or
+    # an FP exception flag, both per-thread.
+    "ceil": "libm: pure arithmetic (AS-Safe in the glibc manual)",
+    "ldexp": "libm: pure arithmetic (AS-Safe in the glibc manual; errno is per-thread)",
+    "llround": "libm: pure arithmetic (AS-Safe in the glibc manual; errno is per-thread)",
+    "nearbyint": "libm: pure arithmetic (AS-Safe in the glibc manual)",
+}
+
+# Functions whose indirect calls are calls into the kernel's vDSO (kernel_clock.cc):
+# matched on the demangled name, without parameters and clone suffixes.
+VDSO_CALLERS = {
+    "vclock::kernel::gettime",
+    "vclock::kernel::getres",
+    "vclock::kernel::gettimeofday",
+}
+# The variable that holds the vDSO's function pointers (filled only from the vDSO).
+VDSO_TABLE = "vclock::kernel::(anonymous namespace)::functions"
+
+
+def run(*args):
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+def fail(msg):
+    print(f"check-signal-safety: FAIL: {msg}")
+    sys.exit(1)
+
+
+# --- Sections: their addresses, file offsets and kinds ---------------------------------
+sections = []  # (vma, size, file offset, name, flags)
+for line in run("objdump", "-hw", LIB).splitlines():
+    f = line.split()
+    if len(f) >= 7 and f[0].isdigit():
+        sections.append((int(f[3], 16), int(f[2], 16), int(f[5], 16), f[1], line))
+
+
+def section_of(addr):
+    for vma, size, off, name, flags in sections:
+        if vma <= addr < vma + size:
+            return name, vma, off, flags
+    return None
+
+
+def in_got(addr):
+    s = section_of(addr)
+    return s is not None and s[0] in (".got", ".got.plt")
+
+
+def is_rodata(addr):
+    s = section_of(addr)
+    return s is not None and "READONLY" in s[3] and "CODE" not in s[3] and "CONTENTS" in s[3]
+
+
+with open(LIB, "rb") as fh:
+    image = fh.read()
+
+
+def read_s32(addr):
+    s = section_of(addr)
+    if s is None or section_of(addr + 3) != s:
+        return None
+    pos = s[2] + addr - s[1]
+    return int.from_bytes(image[pos:pos + 4], "little", signed=True)
+
+
+# --- Symbols ----------------------------------------------------------------------------
+defined = {}  # exported name -> (address, nm type)
+for line in run("nm", "-D", "--defined-only", LIB).splitlines():
+    f = line.split()
+    if len(f) == 3:
+        defined[f[2].split("@")[0]] = (int(f[0], 16), f[1])
+
+ext_function = set()  # undefined dynamic symbols that are functions (or untyped)
+for line in run("objdump", "-T", LIB).splitlines():
+    m = re.match(r"^[0-9a-f]+\s+(.{7})\s+\*UND\*\s+[0-9a-f]+\s+(?:\(\S+\)\s+)?(\S+)$", line)
+    if m and "O" not in m.group(1)[5:]:
+        ext_function.add(m.group(2))
+
+vdso_table = None  # (start, end)
+for line in run("nm", "-S", "-C", LIB).splitlines():
+    m = re.match(r"^([0-9a-f]+) ([0-9a-f]+) \w (.*)$", line)
+    if m and m.group(3) == VDSO_TABLE:
+        start = int(m.group(1), 16)
+        vdso_table = (start, start + int(m.group(2), 16))
+
+# Slots the loader fills with an address (the GOT, and pointers in data): slot address ->
+# ("sym", name) for a symbol's address, ("addr", a) for an address in the library.
+got = {}
+for line in run("objdump", "-R", LIB).splitlines():
+    f = line.split()
+    if len(f) == 3 and re.fullmatch(r"[0-9a-f]+", f[0]):
+        slot, rtype, value = int(f[0], 16), f[1], f[2]
+        if rtype in ("R_X86_64_RELATIVE", "R_X86_64_IRELATIVE"):
+            got[slot] = ("addr", int(value.split("+")[1], 16))
+        elif rtype in ("R_X86_64_GLOB_DAT", "R_X86_64_JUMP_SLOT", "R_X86_64_64"):
+            name = value.split("@")[0]
+            if "+" not in value:
+                got[slot] = ("sym", name)
+
+# --- The disassembly: functions and their instructions ---------------------------------
+PREFIXES = {"notrack", "bnd", "lock", "rep", "repz", "repe", "repnz", "repne",
+            "cs", "ds", "es", "ss", "fs", "gs", "data16", "addr32"}
+funcs = []  # dicts: name, start, section, insns [(addr, mnemonic, operands, comment addr)]
+section = None
+for line in run("objdump", "-dw", "--no-show-raw-insn", "-M", "att", LIB).splitlines():
+    m = re.match(r"^Disassembly of section (\S+):$", line)
+    if m:
+        section = m.group(1)
+        continue
+    m = re.match(r"^([0-9a-f]+) <(.+)>:$", line)
+    if m:
+        funcs.append({"name": m.group(2), "start": int(m.group(1), 16), "section": section,
+                      "insns": []})
+        continue
+    m = re.match(r"^\s+([0-9a-f]+):\t(.*)$", line)
+    if not m or not funcs:
+        continue
+    text, comment = m.group(2), None
+    c = re.match(r"^(.*?)\s*#\s*([0-9a-f]+)(?: <.*>)?\s*$", text)
+    if c:
+        text, comment = c.group(1), int(c.group(2), 16)
+    words = text.split(None, 1)
+    while words and words[0] in PREFIXES:
+        words = words[1].split(None, 1) if len(words) > 1 else []
+    if not words:
+        continue
+    mnemonic = re.sub(r"^(call|jmp|ret)q$", r"\1", words[0])
+    funcs[-1]["insns"].append((int(m.group(1), 16), mnemonic,
+                               words[1].strip() if len(words) > 1 else "", comment))
+
+funcs.sort(key=lambda f: f["start"])
+starts = [f["start"] for f in funcs]
+
+
+def func_at(addr):
+    """The index of the function whose code contains addr, or None."""
+    i = bisect.bisect_right(starts, addr) - 1
+    if i < 0:
+        return None
+    s = section_of(addr)
+    if s is None or s[0] != funcs[i]["section"]:
+        return None
+    return i
+
+
+names = [f["name"] for f in funcs]
+proc = subprocess.run(["c++filt"], input="\n".join(names) + "\n", capture_output=True,
+                      text=True, check=True)
+pretty = proc.stdout.splitlines()
+if len(pretty) != len(names):
+    pretty = names
+
+
+def base_name(i):
+    """The qualified name alone (no return type, parameters or clone suffix): for VDSO_CALLERS."""
+    n = re.sub(r"( \[clone [^]]*\])+$", "", pretty[i]).replace("(anonymous namespace)", "\0")
+    angle, cut, space = 0, len(n), -1
+    for pos, ch in enumerate(n):
+        angle += (ch == "<") - (ch == ">")
+        if angle == 0 and ch == "(" and not n[:pos].endswith("operator"):
+            cut = pos
+            break
+        if angle == 0 and ch == " ":
+            space = pos
+    return n[space + 1:cut].replace("\0", "(anonymous namespace)")
+
+
+def parts_of(i):
+    """A function and its .cold part(s): a jump table may land in either."""
+    stem = re.sub(r"\.cold(\.\d+)?$", "", names[i])
+    return {j for j, n in enumerate(names) if re.sub(r"\.cold(\.\d+)?$", "", n) == stem}
+
+
+def is_plt(i):
+    return funcs[i]["section"].startswith(".plt")
+
+
+def external_name(i):
+    return re.sub(r"@plt$", "", names[i]).split("@")[0]
+
+
+# --- Registers, for the vDSO rule ----------------------------------------------------------
+def reg_family(reg):
+    reg = reg.lstrip("%")
+    m = re.fullmatch(r"r(\d+)[dwb]?", reg)
+    if m:
+        return "r" + m.group(1)
+    m = re.fullmatch(r"[re]?([abcd])[xlh]|[re]?(si|di|bp|sp)l?", reg)
+    if m:
+        return "r" + (m.group(1) + "x" if m.group(1) else m.group(2))
+    return None
+
+
+def split_operands(ops):
+    out, depth, cur = [], 0, ""
+    for ch in ops:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+# Instructions that write registers they do not name as their last operand.
+IMPLICIT_WRITERS = re.compile(
+    r"^(cpuid|rdtscp?|rdpid|syscall|mul|div|idiv|imul|cltq|cqto|cltd|cwtl|cwtd|xchg|xadd|"
+    r"cmpxchg\w*|lods\w*|stos\w*|movs[bwlq]?|scas\w*|cmps[bwlq]?|pop\w*|leave|xgetbv|rdrand|"
+    r"rdseed|enter)$")
+NON_WRITERS = re.compile(r"^(test|cmp|bt|ucomis|comis|ptest|vptest)\w*$")
+
+branch_targets = set()  # every address a direct branch goes to
+for f in funcs:
+    for addr, mn, ops, comment in f["insns"]:
+        m = re.match(r"^([0-9a-f]+) <", ops)
+        if m and (mn in ("call", "jmp") or mn.startswith("j") or mn.startswith("loop")):
+            branch_targets.add(int(m.group(1), 16))
+
+
+def vdso_load(insns, k, reg):
+    """True if the register of the indirect branch insns[k] was loaded from VDSO_TABLE."""
+    fam = reg_family(reg)
+    if fam is None or vdso_table is None:
+        return False
+    for j in range(k - 1, -1, -1):
+        addr, mn, ops, comment = insns[j]
+        if insns[j + 1][0] in branch_targets:
+            return False  # another path may reach the branch with another value
+        if mn in ("call", "jmp", "ret") or IMPLICIT_WRITERS.match(mn):
+            return False
+        operands = split_operands(ops)
+        if not operands or NON_WRITERS.match(mn):
+            continue
+        last = operands[-1]
+        if not last.startswith("%") or reg_family(last) != fam:
+            continue
+        return (mn in ("mov", "movq") and len(operands) == 2 and
+                operands[0].endswith("(%rip)") and comment is not None and
+                vdso_table[0] <= comment < vdso_table[1])
+    return False
+
+
+def jump_table(i, insns, k, reg):
+    """The targets of a switch's jump table behind jmp *reg, or None if it is not one."""
+    if k < 1:
+        return None
+    _, mn, ops, _ = insns[k - 1]
+    operands = split_operands(ops)
+    if mn != "add" or len(operands) != 2 or operands[1] != reg:
+        return None
+    table_reg = operands[0]
+    for j in range(k - 2, max(-1, k - 10), -1):
+        _, mn2, ops2, comment = insns[j]
+        o2 = split_operands(ops2)
+        if len(o2) == 2 and o2[1] == table_reg:
+            if mn2 != "lea" or not o2[0].endswith("(%rip)") or comment is None:
+                return None
+            if not is_rodata(comment):
+                return None
+            parts = parts_of(i)
+            targets = []
+            entry = comment
+            while True:
+                off = read_s32(entry)
+                if off is None:
+                    break
+                t = func_at(comment + off)
+                if t is None or t not in parts:
+                    break
+                targets.append(comment + off)
+                entry += 4
+            return targets or None
+    return None
+
+
+# --- The graph -----------------------------------------------------------------------------
+# edges[i]: list of (kind, target) with target ("f", index) or ("x", external name);
+# kind "-->" (call or jump) or "&->" (address taken).
+edges = [[] for _ in funcs]
+indirect_ok = [[] for _ in funcs]   # (addr, text, why)
+indirect_bad = [[] for _ in funcs]  # (addr, text)
+
+
+def local_or_external(name):
+    """A symbol a PLT or GOT slot names: the library's own function, or an external one."""
+    if name in defined:
+        j = func_at(defined[name][0])
+        if j is not None:
+            return ("f", j)
+    return ("x", name)
+
+
+def target_of_address(addr):
+    j = func_at(addr)
+    if j is None:
+        return None
+    if is_plt(j):
+        return local_or_external(external_name(j))
+    return ("f", j)
+
+
+for i, f in enumerate(funcs):
+    if is_plt(i):
+        continue
+    insns = f["insns"]
+    for k, (addr, mn, ops, comment) in enumerate(insns):
+        text = f"{mn} {ops}".strip()
+        is_branch = mn in ("call", "jmp") or re.match(r"^(j\w+|loop\w*|xbegin)$", mn)
+        if is_branch and ops.startswith("*"):
+            operand = ops[1:]
+            if operand.endswith("(%rip)") and comment is not None and in_got(comment):
+                # call *foo@GOTPCREL(%rip): the GOT is read-only after relocation (RELRO)
+                slot = got.get(comment)
+                if slot and slot[0] == "sym":
+                    edges[i].append(("-->", local_or_external(slot[1])))
+                    continue
+                if slot and slot[0] == "addr" and target_of_address(slot[1]):
+                    edges[i].append(("-->", target_of_address(slot[1])))
+                    continue
+            if operand.startswith("%"):
+                if base_name(i) in VDSO_CALLERS:
+                    indirect_ok[i].append((addr, text, "a vDSO call (an allowed caller)"))
+                    continue
+                if vdso_load(insns, k, operand):
+                    indirect_ok[i].append((addr, text, "a vDSO call (pointer loaded from "
+                                           f"{VDSO_TABLE})"))
+                    continue
+                if mn == "jmp":
+                    targets = jump_table(i, insns, k, operand)
+                    if targets:
+                        for t in sorted({func_at(t) for t in targets} - {i}):
+                            edges[i].append(("-->", ("f", t)))
+                        indirect_ok[i].append((addr, text, f"a jump table of {len(targets)} "
+                                               "entries, all in the function"))
+                        continue
+            indirect_bad[i].append((addr, text))
+            continue
+        if is_branch:
+            m = re.match(r"^([0-9a-f]+) <", ops)
+            if not m:
+                indirect_bad[i].append((addr, text))
+                continue
+            t = target_of_address(int(m.group(1), 16))
+            if t is None:
+                indirect_bad[i].append((addr, text + " (target outside any function)"))
+            elif t != ("f", i):
+                edges[i].append(("-->", t))
+            continue
+        if comment is None or "(%rip)" not in ops:
+            continue
+        if mn == "lea":
+            t = target_of_address(comment)
+            if t is not None and t != ("f", i):
+                edges[i].append(("&->", t))
+        elif comment in got:
+            slot = got[comment]
+            if slot[0] == "sym":
+                t = local_or_external(slot[1])
+                if t[0] == "f" or t[1] in ext_function:
+                    edges[i].append(("&->", t))
+            else:
+                t = target_of_address(slot[1])
+                if t is not None:
+                    edges[i].append(("&->", t))
+
+# --- Roots and the walk ------------------------------------------------------------------
+roots = []  # (exported name, function index)
+for name, (addr, kind) in sorted(defined.items()):
+    if not name.startswith("vclock_"):
+        continue
+    if kind.upper() not in ("T", "I", "W"):  # code: T (text), i (GNU ifunc), W (weak)
+        continue
+    j = func_at(addr)
+    if j is None:
+        fail(f"entry point {name} at {addr:#x} is not in any function of the disassembly")
+    roots.append((name, j))
+if not roots:
+    fail(f"no vclock_* function exported by {SHOWN}")
+
+parent = {}  # node -> (previous node, kind); nodes are ("f", i) or ("x", name)
+queue = deque()
+root_label = {}
+for name, j in roots:
+    node = ("f", j)
+    if node not in parent:
+        parent[node] = None
+        root_label[node] = name
+        queue.append(node)
+while queue:
+    node = queue.popleft()
+    if node[0] != "f":
+        continue
+    for kind, t in edges[node[1]]:
+        if t not in parent:
+            parent[t] = (node, kind)
+            queue.append(t)
+
+
+def show(node):
+    if node[0] == "x":
+        return demangle_one(node[1])
+    return pretty[node[1]]
+
+
+_demangled = {}
+
+
+def demangle_one(name):
+    if name not in _demangled:
+        _demangled[name] = subprocess.run(["c++filt", name], capture_output=True, text=True,
+                                          check=True).stdout.strip()
+    return _demangled[name]
+
+
+def chain(node):
+    hops = []
+    while parent[node] is not None:
+        prev, kind = parent[node]
+        hops.append(f"      {kind} {show(node)}")
+        node = prev
+    name = root_label[node]
+    head = f"      {name}"
+    if defined[name][1] == "i":
+        head += f" (GNU ifunc; its resolver is {show(node)})"
+    elif show(node) != name:
+        head += f" ({show(node)})"
+    return [head] + hops[::-1]
+
+
+reached = sorted((n for n in parent if n[0] == "f"), key=lambda n: funcs[n[1]]["start"])
+externals = sorted((n for n in parent if n[0] == "x"), key=lambda n: show(n).lower())
+bad_externals = [n for n in externals if n[1] not in ALLOWED]
+bad_indirect = [n for n in reached if indirect_bad[n[1]]]
+print(f"check-signal-safety: {SHOWN}: {len(roots)} entry points "
+      f"({', '.join(n for n, _ in roots)}); {len(reached)} functions and "
+      f"{len(externals)} external functions reachable")
+for node in externals:
+    if node[1] in ALLOWED:
+        print(f"  ok    {show(node)}: {ALLOWED[node[1]]}")
+        print("\n".join(chain(node)))
+for node in reached:
+    for addr, text, why in indirect_ok[node[1]]:
+        print(f"  ok    {text} at {addr:#x} in {show(node)}: {why}")
+for node in bad_externals:
+    print(f"  FAIL  {show(node)}: not async-signal-safe (not on the allow-list)")
+    print("\n".join(chain(node)))
+for node in bad_indirect:
+    branches = ", ".join(f"{text} at {addr:#x}" for addr, text in indirect_bad[node[1]])
+    print(f"  FAIL  {show(node)}: indirect branch(es) to unknown targets (neither a vDSO "
+          f"call nor a jump table): {branches}")
+    print("\n".join(chain(node)))
+if bad_externals or bad_indirect:
+    print(f"check-signal-safety: FAIL: the entry points reach {len(bad_externals)} external "
+          f"function(s) that are not async-signal-safe and {len(bad_indirect)} function(s) "
+          "with unknown indirect branches")
+    sys.exit(1)
+print("check-signal-safety: ok: every external function the entry points reach is "
+      "async-signal-safe, and every indirect branch is a vDSO call or a jump table")
+PYTHON
