@@ -396,6 +396,17 @@ TEST(Reader, CounterSlightlyBehindCycleLastIsClampedWithoutTheKernel) {
   });
 }
 
+// What a reader of a stale (or lost) line answers when the kernel says k:
+// at least the base, at least k + lead, and at least what the line may have
+// given by now: its cap, reached no faster than 1/512 ahead of the kernel.
+std::int64_t expected_stale(std::int64_t k, std::int64_t lead, std::int64_t base,
+                            std::int64_t cap) {
+  const std::int64_t est = k + lead;
+  if (est <= base) return base;
+  const std::int64_t reach = est + (est - base) / 512;
+  return std::max(est, std::min(reach, cap));
+}
+
 // A counter far behind cycle_last (a reset, a jump back) is not clamped: the
 // page cannot say where it is, so the kernel answers, plus the page's lead
 // over the kernel, and never below the base (what the page gave at
@@ -413,7 +424,8 @@ TEST(Reader, CounterFarBehindCycleLastAsksTheKernelFlooredAtTheBase) {
           fake_counter counter{p->hot.cycle_last - lag};
           fake_kernel kernel{k};
           int careful = 0;
-          EXPECT_EQ(read<K>(*p, counter, kernel, careful), std::max(k + 250, base))
+          EXPECT_EQ(read<K>(*p, counter, kernel, careful),
+                    expected_stale(k, 250, base, cap_time(K, p->hot)))
               << "lag " << lag;
           EXPECT_EQ(kernel.calls, 1);
         }
@@ -447,6 +459,33 @@ TEST(Reader, StalePageAsksTheKernelAndNeverExtrapolates) {
         EXPECT_EQ(ahead.calls, 1);
         EXPECT_EQ(careful, 3);
       }
+    }
+  });
+}
+
+// A stale line whose page ran ahead of the kernel after its last sample (the
+// kernel's rate changed: an NTP slew began while the writer stalled): the
+// readers before went up to the cap, past kernel + lead, so the answer is the
+// cap, not kernel + lead, or time would step back. A line whose counter raced
+// ahead of the kernel (a jump) is held to 1/512 of the kernel's progress past
+// the base, not the cap.
+TEST(Reader, StalePageNeverUndercutsWhatTheLineGave) {
+  auto p = make_page();
+  p->hot = typical_line(2);
+  p->lead_ns = 40;
+  for_each_kind([&]<clock_kind K>() {
+    if constexpr (!vclock::detail::is_coarse(K)) {
+      const std::int64_t base = expected_time(K, p->hot, p->hot.cycle_last);
+      const std::int64_t cap = cap_time(K, p->hot);
+      fake_counter counter{p->hot.cycle_last + p->hot.max_delta + 10};
+      int careful = 0;
+      // The kernel (plus lead) 3 us behind the cap, having advanced a whole window.
+      fake_kernel behind{cap - 3'000 - 40};
+      EXPECT_EQ(read<K>(*p, counter, behind, careful), cap);
+      // The kernel advanced 1 ms only: 1 ms / 512 past it, far below the cap.
+      fake_kernel slow{base + 1'000'000 - 40};
+      EXPECT_EQ(read<K>(*p, counter, slow, careful), base + 1'000'000 + 1'000'000 / 512);
+      EXPECT_LT(read<K>(*p, counter, slow, careful), cap);
     }
   });
 }

@@ -384,6 +384,31 @@ class driver {
       }
       if (e.kind == event_kind::realtime_step || e.kind == event_kind::suspend)
         ++steps_applied_;  // TAI moves
+      if (e.kind == event_kind::writer_stall) {
+        // No tick until it ends; a read every 1 ms meanwhile (in the long
+        // run, every 1/8 tick), every clock in turn.
+        const std::int64_t end = at + e.amount;
+        while (next_tick_ < end) next_tick_ += rc_.tk.tick_ns;
+        // The coarse clocks read no counter: they stand still while nothing
+        // publishes (documented), behind the kernel, never ahead.
+        coarse_stalled_until_ = std::max(coarse_stalled_until_, next_tick_ + rc_.tk.tick_ns);
+        const std::int64_t every = std::max<std::int64_t>(ns_per_ms, rc_.tk.tick_ns / 8);
+        int i = 0;
+        for (std::int64_t t = at + every / 2; t < next_tick_; t += every, ++i) {
+          bursts_.push_back({t, kinds[i % kind_count]});
+        }
+        // And MONOTONIC every 1 us (in the long run, 4000 reads a tick)
+        // over the tick in which the page goes stale,
+        // where a reader's last page value and its first kernel-based one
+        // meet: closer than the page can drift from the kernel in a window.
+        const std::int64_t window = validity_ns();
+        const std::int64_t step = std::max<std::int64_t>(ns_per_us, rc_.tk.tick_ns / 4000);
+        for (std::int64_t t = at + window - rc_.tk.tick_ns; t < at + window && t < next_tick_;
+             t += step) {
+          bursts_.push_back({t, clock_kind::monotonic});
+        }
+        std::sort(bursts_.begin(), bursts_.end());
+      }
       if (sets_clock(e.kind) || is_counter_fault(e.kind)) {
         // Read every clock right after the event, before the notification.
         for (int i = 0; i < kind_count; ++i) bursts_.push_back({at + 1000 + 500 * i, kinds[i]});
@@ -675,8 +700,9 @@ class driver {
           err);
     }
     const bool coarse = detail::is_coarse(k);
-    // Within 1 ms (scaled in the long run) except just after a step.
-    if (t >= exempt_until_) {
+    // Within 1 ms (scaled in the long run) except just after a step, and
+    // for the coarse clocks (behind) while the writer stalls.
+    if (t >= exempt_until_ && !(coarse && err < 0 && t < coarse_stalled_until_)) {
       const std::int64_t low =
           coarse ? -(2 * rc_.tk.tick_ns + rc_.fault_bound_ns) : -rc_.fault_bound_ns;
       if (err < low || err > rc_.fault_bound_ns) {
@@ -741,6 +767,7 @@ class driver {
   std::int64_t settled_from_ = 0;
   std::int64_t unsettled_until_ = 0;
   std::int64_t exempt_until_ = 0;
+  std::int64_t coarse_stalled_until_ = 0;
   std::int64_t offsets_may_change_until_ = 0;
   std::int64_t realtime_key_ = 0;
   std::int64_t tai_key_ = 0;
@@ -788,6 +815,7 @@ TEST(TimekeeperSim, SuspendCounterRunning) { run_scenario(suspend_counter_runnin
 TEST(TimekeeperSim, CounterMigration) { run_scenario(counter_migration()); }
 TEST(TimekeeperSim, CounterJumpsBackward) { run_scenario(counter_jumps_backward()); }
 TEST(TimekeeperSim, NoisySamples) { run_scenario(noisy_samples()); }
+TEST(TimekeeperSim, WriterStalls) { run_scenario(writer_stalls()); }
 
 }  // namespace
 }  // namespace vclock::sim

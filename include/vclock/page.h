@@ -12,9 +12,16 @@
 namespace vclock {
 
 inline constexpr std::uint64_t page_magic =
-    0x00004b434f4c4356ULL;  // "VCLOCK" in little-endian bytes
-// 2: REALTIME and BOOTTIME bases in place of their offsets from MONOTONIC.
-inline constexpr std::uint32_t page_version = 2;
+    0x00004b434f4c4356ULL;  // "VCLOCK\0\0" in little-endian bytes
+// ABI of the page. The major changes when a field an existing reader uses
+// moves or changes meaning: a reader refuses a page of another major. The
+// minor grows when something is added in space that was reserved (zero) in
+// the previous minor: a reader of an older minor ignores it, a newer
+// reader checks abi_minor before using it. History: 1 offsets, 2 each
+// clock's base, 3 the header (shared page, vclockd).
+inline constexpr std::uint16_t page_abi_major = 3;
+inline constexpr std::uint16_t page_abi_minor = 0;
+inline constexpr std::uint32_t page_bytes = 4096;
 
 // Why the page cannot answer from the counter (page::mode_reason).
 enum class fallback_reason : std::uint32_t {
@@ -29,6 +36,52 @@ enum class fallback_reason : std::uint32_t {
   unsupported_arch = 8,          // no usable counter on this architecture
   timekeeper_failed = 9,         // the timekeeper could not start (thread, fd)
   counter_too_slow = 10,         // below the rate the arch's fixed shift allows
+  daemon_stopped = 11,           // vclockd exited cleanly (it turns its page off)
+};
+
+// page_header: what a reader validates before it uses a page it did not
+// write (a page published by vclockd, read through a read-only mapping).
+// Written once, when the file is created, except writer_pid (each daemon
+// start). Every field has a fixed offset within every ABI major 3 page; a
+// foreign reader (another language, another version) can check it with no
+// code of ours.
+//
+//   magic          page_magic: "VCLOCK" and two zero bytes.
+//   abi_major      page_abi_major: refuse the page if it differs.
+//   abi_minor      page_abi_minor of the writer: fields added by a later
+//                  minor are zero in an earlier one; ignore what you do not
+//                  know.
+//   header_size    sizeof(page_header) (128).
+//   page_size      the whole page, bytes (4096): the file is exactly this
+//                  long and never shrinks.
+//   creator_uid    the uid that created the file (the daemon's user).
+//   writer_pid     the pid of the daemon now writing it (0: none yet).
+//   flags          page_flag_*.
+//   boot_id        /proc/sys/kernel/random/boot_id, as 16 bytes: a page
+//                  from another boot describes a counter that was reset.
+//   counter_vendor CPUID vendor string ("GenuineIntel", "AuthenticAMD"),
+//                  NUL-padded; empty where the counter is not a TSC.
+//   counter_signature CPUID leaf 1 EAX (family, model, stepping).
+//   counter_nominal_hz the counter's nominal frequency where the CPU or
+//                  the hypervisor tells it (CPUID 0x15 or 0x40000010); 0
+//                  where unknown. Information: the rate in use is measured.
+inline constexpr std::uint32_t page_flag_shared = 1;  // published by vclockd
+
+struct alignas(64) page_header {
+  std::uint64_t magic;
+  std::uint16_t abi_major;
+  std::uint16_t abi_minor;
+  std::uint32_t header_size;
+  std::uint32_t page_size;
+  std::uint32_t creator_uid;
+  std::int32_t writer_pid;
+  std::uint32_t flags;
+  std::uint8_t boot_id[16];
+  char counter_vendor[16];
+  std::uint32_t counter_signature;
+  std::uint32_t reserved0;
+  std::uint64_t counter_nominal_hz;
+  std::uint8_t reserved[128 - 80];
 };
 
 // clock_line: everything one fine clock read needs, in one 64-byte line.
@@ -99,13 +152,15 @@ struct alignas(64) coarse_line {
   std::int64_t reserved;
 };
 
-// The page. Line `hot` is all the fine clocks read; line `coarse` all the
-// coarse clocks read. Line `backup` holds the
-// previous parameters, frozen at the counter value where the writer started
-// the current update: a reader that finds `hot` odd (the writer is inside
-// its update, perhaps preempted) answers from `backup` instead of spinning.
-// The remaining lines are cold: the header a later shared-memory reader
-// validates, and status for `vclock status`.
+// The page: one 4 KiB page, lines in the order a reader needs them.
+// Line `hot` is all the fine clocks read; line `coarse` all the coarse
+// clocks read. Line `backup` holds the previous parameters, frozen at the
+// counter value where the writer started the current update: a reader that
+// finds `hot` odd (the writer is inside its update, perhaps preempted)
+// answers from `backup` instead of spinning. The header comes first, where
+// a foreign reader expects a magic number; the fallback line is read only
+// by the careful path, the status line only by `vclock status`. The rest
+// is reserved, zero, for sections added by a minor ABI bump.
 //
 // Fallback floor: when the writer stops the counter path it sets
 // hot.max_delta = 0 and leaves in mono_ns / raw_ns the largest time any
@@ -113,13 +168,12 @@ struct alignas(64) coarse_line {
 // offsets from mono_ns). A kernel answer is then max(kernel, floor), so
 // leaving the counter never steps a monotonic clock back.
 struct alignas(4096) page {
-  clock_line hot;     // line 0: the fast path
-  clock_line backup;  // line 1: used only while hot.seq is odd
+  page_header header;  // lines 0-1: validated once, at attach
+  clock_line hot;      // line 2: the fast path
+  clock_line backup;   // line 3: used only while hot.seq is odd
+  coarse_line coarse;  // line 4
 
-  // Line 2: header and fallback floor. Cold.
-  std::uint64_t magic;
-  std::uint32_t version;
-  std::uint32_t size;
+  // Line 5: the careful path's. Cold.
   std::uint32_t mode_reason;      // fallback_reason; status only
   std::uint32_t ordering;         // counter_ordering in use; status only
   std::uint32_t counter_trusted;  // 1 if the trust checks passed; status only
@@ -134,9 +188,9 @@ struct alignas(4096) page {
   // max(frozen time, kernel - lag_ns): it stands still, but never falls
   // further behind the kernel than the page itself would.
   std::int64_t lag_ns;
-  std::uint8_t pad2[64 - 48];
+  std::uint8_t pad2[64 - 32];
 
-  // Line 3: timekeeper status, written with relaxed atomics, read by status.
+  // Line 6: timekeeper status, written with relaxed atomics, read by status.
   std::uint64_t counter_hz;          // calibrated counter frequency, Hz
   std::int64_t last_update_mono_ns;  // kernel MONOTONIC at the last publish
   std::int64_t last_error_mono_ns;   // vclock - kernel MONOTONIC, last sample
@@ -146,18 +200,19 @@ struct alignas(4096) page {
   std::int64_t freq_ppb;             // MONOTONIC rate vs calibrated counter
   std::int64_t tick_ns;              // timekeeper period: the coarse resolution
 
-  coarse_line coarse;  // line 4
-
-  std::uint8_t tail[4096 - 5 * 64];
+  std::uint8_t reserved[4096 - 7 * 64];  // sections of later minors; zero
 };
 
+static_assert(sizeof(page_header) == 128, "the header is two cache lines");
+static_assert(offsetof(page_header, boot_id) == 32);
+static_assert(offsetof(page_header, counter_nominal_hz) == 72);
 static_assert(sizeof(clock_line) == 64, "a clock line is one cache line");
 static_assert(sizeof(coarse_line) == 64, "the coarse line is one cache line");
 static_assert(offsetof(clock_line, tai_offset_s) + sizeof(std::int16_t) == 64);
-static_assert(offsetof(page, hot) == 0 && offsetof(page, backup) == 64);
-static_assert(offsetof(page, magic) == 128 && offsetof(page, counter_hz) == 192);
-static_assert(offsetof(page, coarse) == 256);
-static_assert(sizeof(page) == 4096, "the page is exactly one 4 KiB page");
+static_assert(offsetof(page, header) == 0 && offsetof(page, hot) == 128);
+static_assert(offsetof(page, backup) == 192 && offsetof(page, coarse) == 256);
+static_assert(offsetof(page, mode_reason) == 320 && offsetof(page, counter_hz) == 384);
+static_assert(sizeof(page) == page_bytes, "the page is exactly one 4 KiB page");
 static_assert(std::is_standard_layout_v<page> && std::is_trivially_copyable_v<page>);
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
 static_assert(std::atomic_ref<std::uint32_t>::is_always_lock_free);

@@ -22,6 +22,10 @@ void print_text(const status_snapshot& s) {
   const auto add = [&t](const char* name, std::string value) {
     t.row().left(name).left(std::move(value));
   };
+  add("source", s.source);
+  if (!s.page.empty()) add("page", s.page + " (ABI " + s.page_abi + ")");
+  if (!s.page_refused.empty()) add("page_refused", s.page_refused);
+  if (s.daemon_pid != 0) add("daemon_pid", std::to_string(s.daemon_pid));
   add("mode", s.counter_mode ? "counter" : "fallback (" + s.reason + ")");
   add("counter", s.counter + (s.invariant_counter ? " (invariant)" : " (not invariant)"));
   add("counter_hz", strformat("%.0f (%.3f MHz)", s.counter_hz, s.counter_hz / 1e6));
@@ -52,6 +56,12 @@ void print_json(const status_snapshot& s) {
   json_writer j;
   j.begin_object()
       .field("command", "status")
+      .field("source", s.source)
+      .field("page", s.page)
+      .field("page_abi", s.page_abi);
+  if (!s.page_refused.empty()) j.field("page_refused", s.page_refused);
+  if (s.daemon_pid != 0) j.field("daemon_pid", s.daemon_pid);
+  j
       .field("mode", s.counter_mode ? "counter" : "fallback")
       .field("counter_mode", s.counter_mode)
       .field("reason", s.reason)

@@ -11,19 +11,22 @@
 #include "runtime.h"
 
 #include <linux/futex.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "kernel_clock.h"
+#include "page_identity.h"
+#include "shared_page.h"
+#include "tick_loop.h"
 #include "trust.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/seqlock.h"
@@ -52,8 +55,12 @@ std::atomic<int> run_state{not_created};
 static_assert(sizeof(run_state) == sizeof(int) && std::atomic<int>::is_always_lock_free);
 
 pthread_mutex_t timekeeper_lock = PTHREAD_MUTEX_INITIALIZER;
-bool created = false;   // guarded by timekeeper_lock
 trust_verdict verdict;  // written once, in the constructor
+
+// Where this process's time comes from; written once, in the constructor.
+page_source source = page_source::kernel;
+attach_result attach_outcome;
+char attached_path[256] = {};
 
 // Static storage, never destroyed: the thread may still tick while the
 // process runs its exit handlers.
@@ -75,31 +82,6 @@ timekeeper_config config_from_environment() noexcept {
   return config;
 }
 
-// A timerfd that the kernel cancels whenever REALTIME is set or the system
-// resumes: how systemd learns of steps. -1 if unavailable.
-int open_clock_was_set_fd() noexcept {
-  const int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (fd < 0) return -1;
-  itimerspec far{};
-  far.it_value.tv_sec = std::int64_t{1} << 40;  // never expires
-  if (timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &far, nullptr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Returns true if the clock was set since the last call (and re-arms).
-bool clock_was_set(int& fd) noexcept {
-  std::uint64_t expirations = 0;
-  if (read(fd, &expirations, sizeof(expirations)) < 0 && errno == ECANCELED) {
-    close(fd);
-    fd = open_clock_was_set_fd();
-    return true;
-  }
-  return false;
-}
-
 long futex(std::atomic<int>& word, int op, int value) noexcept {
   return syscall(SYS_futex, reinterpret_cast<int*>(&word), op | FUTEX_PRIVATE_FLAG, value, nullptr,
                  nullptr, 0);
@@ -115,26 +97,10 @@ void wait_until_woken() noexcept {
 
 void* thread_main(void*) {
   wait_until_woken();
-  timekeeper& tk = the_timekeeper();
-  int fd = open_clock_was_set_fd();
-  const std::int64_t tick_ns = tk.config().tick_ns;
-  std::int64_t next = kernel::now_ns(CLOCK_MONOTONIC);
+  tick_loop loop(the_timekeeper());
   for (;;) {
-    pthread_mutex_lock(&timekeeper_lock);
-    if (fd >= 0 && clock_was_set(fd)) {
-      tk.clock_was_set();  // ticks at once
-    } else {
-      tk.tick();
-    }
-    pthread_mutex_unlock(&timekeeper_lock);
-
-    const std::int64_t now = kernel::now_ns(CLOCK_MONOTONIC);
-    next += tick_ns;
-    if (next < now) next = now + tick_ns;  // overslept: don't try to catch up
-    const std::int64_t wait = next - now;
-    const timespec timeout{wait / 1'000'000'000, wait % 1'000'000'000};
-    pollfd pfd{fd, POLLIN, 0};
-    ppoll(&pfd, fd >= 0 ? 1 : 0, &timeout, nullptr);
+    loop.run_once(&timekeeper_lock);
+    loop.wait(nullptr);
   }
   return nullptr;
 }
@@ -204,23 +170,49 @@ void after_fork_in_child() {
   }
 }
 
+// The page to attach to: VCLOCK_PAGE (ignored in secure-execution mode:
+// a setuid program must not be pointed at a page of the caller's choice),
+// else the default; nullptr for VCLOCK_PAGE=off.
+const char* page_path_from_environment() noexcept {
+  const char* v = secure_getenv(page_env);
+  if (v == nullptr || v[0] == '\0') return default_page_path;
+  return std::strcmp(v, "off") == 0 ? nullptr : v;
+}
+
+// Maps vclockd's page over the_page if there is a good one. The page's
+// address stays the link-time constant every reader was compiled against.
+bool attach_to_daemon(const machine_identity& identity) noexcept {
+  const char* path = page_path_from_environment();
+  if (path == nullptr) return false;
+  std::snprintf(attached_path, sizeof(attached_path), "%s", path);
+  attach_outcome = attach_shared_page(path, &the_page, identity);
+  return attach_outcome.refusal == page_refusal::none;
+}
+
 // Everything that is not async-signal-safe happens here, once, as the
-// library is loaded (or dlopen'ed): the environment, /sys, placement new,
-// pthread_atfork and the thread itself. A call that comes before this (from
-// another library's constructor, or a handler during start-up) finds the
-// page off and asks the kernel.
+// library is loaded (or dlopen'ed): the environment, /sys, the shared page,
+// placement new, pthread_atfork and the thread itself. A call that comes
+// before this (from another library's constructor, or a handler during
+// start-up) finds the page off and asks the kernel.
 [[gnu::constructor]] void start_at_load() noexcept {
   pthread_mutex_lock(&timekeeper_lock);
   verdict = decide_trust();
+  const machine_identity identity = read_machine_identity();
+  if (verdict.reason == fallback_reason::none && attach_to_daemon(identity)) {
+    source = page_source::shared;  // no timekeeper, no thread: the daemon's
+    pthread_mutex_unlock(&timekeeper_lock);
+    return;
+  }
+  write_header(the_page.header, identity, 0);
   auto* sources = new (sources_storage) system_sources();
   auto* tk = new (timekeeper_storage) timekeeper(the_page, *sources, config_from_environment());
   store_relaxed(the_page.counter_trusted, verdict.reason == fallback_reason::none ? 1u : 0u);
   tk->start();
-  created = true;
   if (verdict.reason != fallback_reason::none) {
     tk->disable(verdict.reason);
     run_state.store(stopped, std::memory_order_release);
   } else if (create_parked_thread()) {
+    source = page_source::in_process;
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   }
   pthread_mutex_unlock(&timekeeper_lock);
@@ -242,17 +234,10 @@ void ensure_started() noexcept {
   }
 }
 
-timekeeper* lock_timekeeper() noexcept {
-  pthread_mutex_lock(&timekeeper_lock);
-  if (!created) {
-    pthread_mutex_unlock(&timekeeper_lock);
-    return nullptr;
-  }
-  return &the_timekeeper();
-}
+page_source current_source() noexcept { return source; }
 
-void unlock_timekeeper() noexcept { pthread_mutex_unlock(&timekeeper_lock); }
+const char* page_path() noexcept { return attached_path; }
 
-const char* trust_note() noexcept { return verdict.note; }
+attach_result page_attach_outcome() noexcept { return attach_outcome; }
 
 }  // namespace vclock::detail

@@ -3,6 +3,7 @@
 #ifndef VCLOCK_SRC_LIB_RUNTIME_H_
 #define VCLOCK_SRC_LIB_RUNTIME_H_
 
+#include "shared_page.h"
 #include "timekeeper.h"
 #include "vclock/page.h"
 
@@ -21,13 +22,14 @@ namespace vclock::detail {
 // futex wake. Never blocks, never creates anything.
 void ensure_started() noexcept;
 
-// The timekeeper under its lock, for status; nullptr (and no lock held) if
-// it was never created. Pair with unlock_timekeeper().
-timekeeper* lock_timekeeper() noexcept;
-void unlock_timekeeper() noexcept;
-
-// Why the counter is or is not trusted, decided at start (trust.cc).
-const char* trust_note() noexcept;
+// Where this process's time comes from, decided when the library was
+// loaded: vclockd's shared page, its own timekeeper, or the kernel alone.
+enum class page_source { kernel, in_process, shared };
+page_source current_source() noexcept;
+// The shared page's path that was tried ("" when VCLOCK_PAGE=off), and why
+// it was refused (refusal none when attached or never tried).
+const char* page_path() noexcept;
+attach_result page_attach_outcome() noexcept;
 
 }  // namespace vclock::detail
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "kernel_clock.h"
 #include "ordering.h"
@@ -40,6 +41,8 @@ const char* reason_text(fallback_reason r) {
       return "timekeeper thread could not start";
     case fallback_reason::counter_too_slow:
       return "counter slower than 1 GHz (fixed shift 32)";
+    case fallback_reason::daemon_stopped:
+      return "vclockd stopped";
   }
   return "unknown";
 }
@@ -77,6 +80,28 @@ status_snapshot read_status(int wait_ms) {
     nanosleep(&ms, nullptr);
   }
   status_snapshot s;
+  switch (detail::current_source()) {
+    case detail::page_source::shared:
+      s.source = "shared";
+      break;
+    case detail::page_source::in_process:
+      s.source = "in-process";
+      break;
+    case detail::page_source::kernel:
+      s.source = "kernel";
+      break;
+  }
+  s.page = detail::page_path();
+  const attach_result attach = detail::page_attach_outcome();
+  if (attach.refusal != page_refusal::none && attach.refusal != page_refusal::not_found) {
+    s.page_refused = page_refusal_text(attach.refusal);
+    if (attach.error != 0) s.page_refused += std::string(": ") + std::strerror(attach.error);
+  }
+  if (detail::current_source() == detail::page_source::shared) {
+    s.daemon_pid = detail::load_relaxed(p.header.writer_pid);
+  }
+  s.page_abi = std::to_string(detail::load_relaxed(p.header.abi_major)) + "." +
+               std::to_string(detail::load_relaxed(p.header.abi_minor));
   const trust_verdict v = decide_trust();
   s.kernel_clocksource = v.clocksource;
   s.trust_note = v.note;
@@ -87,11 +112,9 @@ status_snapshot read_status(int wait_ms) {
   const auto reason = static_cast<fallback_reason>(detail::load_relaxed(p.mode_reason));
   s.counter_mode = reason == fallback_reason::none && detail::load(p.hot.max_delta) != 0;
   s.reason = reason_text(reason);
-  if (timekeeper* tk = detail::lock_timekeeper()) {
-    s.tick_ns = tk->config().tick_ns;
-    s.counter_hz = tk->counter_hz();
-    detail::unlock_timekeeper();
-  }
+  // From the page, which the in-process timekeeper and vclockd both keep.
+  s.tick_ns = detail::load_relaxed(p.tick_ns);
+  s.counter_hz = static_cast<double>(detail::load_relaxed(p.counter_hz));
   s.error_mono_ns = detail::load_relaxed(p.last_error_mono_ns);
   s.error_raw_ns = detail::load_relaxed(p.last_error_raw_ns);
   s.bracket_ns = detail::load_relaxed(p.last_bracket_ns);

@@ -109,13 +109,50 @@ void set_mono_base(clock_line& l, std::int64_t mono_ns, mono_offsets o) noexcept
 timekeeper::timekeeper(page& p, time_sources& sources, const timekeeper_config& config) noexcept
     : page_(p), sources_(sources), config_(config) {}
 
+// A writer killed mid-update (a daemon's SIGKILL) leaves a seq odd. Which
+// line holds the truth depends on where it stopped (publish() above):
+//  - backup odd: it was copying the old parameters into backup, or had
+//    turned hot odd and not yet frozen backup; hot's fields are the old
+//    parameters, untouched. Copy hot to backup and close both.
+//  - backup even, hot odd: it was writing new parameters into hot; backup
+//    holds the old ones, frozen at the switch point. Copy backup to hot.
+// Either way every reader sees the old parameters (or the frozen ones)
+// again, which is what it may already have returned; the first publish
+// then resyncs forward from them.
+void timekeeper::repair_half_written_update() noexcept {
+  const bool backup_odd = (detail::load(page_.backup.seq) & 1u) != 0;
+  const bool hot_odd = (detail::load(page_.hot.seq) & 1u) != 0;
+  if (!backup_odd && !hot_odd) {
+    return;
+  }
+  clock_line truth{};
+  const clock_line& from = backup_odd ? page_.hot : page_.backup;
+  truth.mult = detail::load(from.mult);
+  truth.cycle_last = detail::load(from.cycle_last);
+  truth.max_delta = detail::load(from.max_delta);
+  truth.mono_ns = detail::load(from.mono_ns);
+  truth.realtime_ns = detail::load(from.realtime_ns);
+  truth.boottime_ns = detail::load(from.boottime_ns);
+  truth.raw_ns = detail::load(from.raw_ns);
+  truth.raw_mult = detail::load(from.raw_mult);
+  truth.shift = detail::load(from.shift);
+  truth.tai_offset_s = detail::load(from.tai_offset_s);
+  if (backup_odd) {
+    store_line(page_.backup, truth);
+    detail::write_end(page_.backup.seq, detail::load(page_.backup.seq));
+  }
+  if (hot_odd) {
+    store_line(page_.hot, truth);
+    detail::write_end(page_.hot.seq, detail::load(page_.hot.seq));
+  }
+}
+
 void timekeeper::start() noexcept {
-  store_relaxed(page_.magic, page_magic);
-  store_relaxed(page_.version, page_version);
-  store_relaxed(page_.size, static_cast<std::uint32_t>(sizeof(page)));
+  repair_half_written_update();
   store_relaxed(page_.tick_ns, config_.tick_ns);
   published_ = clock_line{};
-  // Keep any floor (fork), and the offsets with it.
+  // Keep any floor (fork, a restarted daemon), and the offsets with it: the
+  // first publish resyncs forward from them (publish(), `resync`).
   published_.mono_ns = detail::load(page_.hot.mono_ns);
   published_.realtime_ns = detail::load(page_.hot.realtime_ns);
   published_.boottime_ns = detail::load(page_.hot.boottime_ns);
@@ -257,6 +294,10 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   }
   published_.shift = static_cast<std::uint8_t>(ms.shift);
   validity_delta_ = ms.max_delta;
+  mono_.rate_uncertainty =
+      static_cast<double>(mono.width_ns + calib_mono_.width_ns) / static_cast<double>(elapsed);
+  raw_.rate_uncertainty = static_cast<double>(raw.width_ns + calib_raw_.width_ns) /
+                          static_cast<double>(raw.k - calib_raw_.k);
   restart_line(mono_, mono);
   restart_line(raw_, raw);
   offsets_ = first_offsets;
@@ -360,14 +401,20 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     // Bounds of how far vclock is ahead of (lead) and behind (lag) the
     // kernel, for readers that must mix in a kernel answer without
     // stepping back: the errors, widened by the sample and offset widths.
-    const std::int64_t margin = std::max(mono.width_ns, raw.width_ns) + offsets_.width_ns;
-    store_relaxed(page_.lead_ns, std::max<std::int64_t>(0, std::max(e_mono, e_raw) + margin));
-    store_relaxed(page_.lag_ns, std::max<std::int64_t>(0, margin - std::min(e_mono, e_raw)));
     if (e_mono < -config_.jump_ns) {
       resync = true;  // far behind the kernel: step forward, never back
     }
     discipline(mono_, e_mono, mono);
     discipline(raw_, e_raw, raw);
+    // The errors were measured at this sample; until the page goes stale
+    // it drifts from the kernel at most at the rate the new parameters
+    // allow (drift_allowance_ns), so the bounds cover that too: a stale or
+    // frozen reader's kernel-based answer then never undercuts (or
+    // overtakes) what the page gave.
+    const std::int64_t margin =
+        std::max(mono.width_ns, raw.width_ns) + offsets_.width_ns + drift_allowance_ns();
+    store_relaxed(page_.lead_ns, std::max<std::int64_t>(0, std::max(e_mono, e_raw) + margin));
+    store_relaxed(page_.lag_ns, std::max<std::int64_t>(0, margin - std::min(e_mono, e_raw)));
   }
   store_relaxed(page_.last_bracket_ns, mono.width_ns);
   store_relaxed(page_.freq_ppb, static_cast<std::int64_t>(std::llround(mono_.used * 1e9)));
@@ -448,6 +495,18 @@ void timekeeper::discipline(track& t, std::int64_t error, const clock_sample& s)
   add_point(t, s);
   if (fit_line(t, slope, intercept) && t.nominal > 0) {
     t.freq = slope / t.nominal - 1.0;
+    // A slope's error: about twice a sample's width over the span of the
+    // line (conservative for a least-squares fit of many points).
+    double lo = t.xs[0], hi = t.xs[0];
+    for (int i = 1; i < t.count; ++i) {
+      lo = std::min(lo, t.xs[i]);
+      hi = std::max(hi, t.xs[i]);
+    }
+    const double span_ns = (hi - lo) * t.nominal;
+    if (span_ns > 0) {
+      t.rate_uncertainty =
+          2.0 * static_cast<double>(std::max<std::int64_t>(s.width_ns, 20)) / span_ns;
+    }
   }
   double correction = -static_cast<double>(error) / static_cast<double>(config_.phase_time_ns);
   correction = std::clamp(correction, -config_.max_correction, config_.max_correction);
@@ -457,6 +516,31 @@ void timekeeper::discipline(track& t, std::int64_t error, const clock_sample& s)
   if (t.count == window && static_cast<std::int64_t>(s.c - t.origin_c) > (std::int64_t{1} << 40)) {
     restart_line(t, s);
   }
+}
+
+// How far the page may drift from the kernel over its validity window:
+// the slew in use (|used - freq|, at most max_correction) plus the
+// uncertainty of the rate estimate, for the worse of the two tracks.
+std::int64_t timekeeper::drift_allowance_ns() const noexcept {
+  const double drift = std::max(std::fabs(mono_.used - mono_.freq) + mono_.rate_uncertainty,
+                                std::fabs(raw_.used - raw_.freq) + raw_.rate_uncertainty);
+  const double window_ns = static_cast<double>(validity_delta_) * mono_.nominal;
+  return static_cast<std::int64_t>(std::ceil(drift * window_ns));
+}
+
+// The least base a new line (or an off page's floor) may have at counter c,
+// given `est`, the kernel's time read after c plus the lead: at least what
+// a reader of the current line may have answered by then (the line's time
+// at c inside its window; stale_answer() past it, as readers do) and est.
+std::int64_t timekeeper::floor_after(bool raw, std::uint64_t c, std::int64_t est) const noexcept {
+  const clock_line& l = published_;
+  const std::int64_t base = raw ? l.raw_ns : l.mono_ns;
+  if (l.max_delta == 0) return std::max(base, est);  // off: base is the floor
+  const std::uint64_t delta = c - l.cycle_last;
+  if (delta < l.max_delta) return std::max(time_at(c, raw), est);
+  const std::int64_t cap =
+      base + detail::delta_to_ns(l.max_delta - 1, raw ? l.raw_mult : l.mult, l.shift);
+  return detail::stale_answer(est, base, cap);
 }
 
 std::int64_t timekeeper::time_at(std::uint64_t c, bool raw) const noexcept {
@@ -518,16 +602,17 @@ void timekeeper::publish(bool resync) noexcept {
     mono = time_at(c, false);
     next.raw_ns = time_at(c, true);
   } else {
-    // Counter behind cycle_last, stale or off: readers answered
-    // max(kernel + lead, base); so does this.
+    // Counter behind cycle_last, stale or off: readers answered from the
+    // kernel (stale_answer(), or max(kernel + lead, floor)); so does this.
     resync = true;
   }
   if (resync) {
     // Read after c, so these are upper bounds of the kernel's time at c:
     // every answer a reader had from the kernel is <= the new base.
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-    mono = std::max(mono, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
-    next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
+    mono = std::max(mono, floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC) + lead));
+    next.raw_ns = std::max(next.raw_ns,
+                           floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead));
   }
   set_mono_base(next, mono, next_offsets);
   next.cycle_last = c;
@@ -555,15 +640,9 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   close_backup(backup_seq, c);
   clock_line next = published_;
   if (published_.max_delta != 0) {
-    std::int64_t mono = published_.mono_ns;
-    const std::uint64_t delta = c - published_.cycle_last;
-    if (static_cast<std::int64_t>(delta) >= 0 && delta < published_.max_delta) {
-      mono = time_at(c, false);
-      next.raw_ns = time_at(c, true);
-    }  // else: behind cycle_last or stale; readers had at most kernel + lead
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-    mono = std::max(mono, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
-    next.raw_ns = std::max(next.raw_ns, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
+    const std::int64_t mono = floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
+    next.raw_ns = floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
     set_mono_base(next, mono, offsets_of(published_));
   }
   next.max_delta = 0;

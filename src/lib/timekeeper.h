@@ -47,7 +47,8 @@ class timekeeper {
  public:
   timekeeper(page& p, time_sources& sources, const timekeeper_config& config) noexcept;
 
-  // Writes the header; the page answers from the kernel until the first
+  // Takes over the page (keeping any floor a previous writer left: fork, a
+  // restarted daemon); the page answers from the kernel until the first
   // calibration completes (a few ticks).
   void start() noexcept;
 
@@ -76,6 +77,10 @@ class timekeeper {
     double nominal = 0;  // ns per tick from calibration
     double freq = 0;     // estimated kernel rate / nominal - 1
     double used = 0;     // rate in use / nominal - 1
+    // How wrong `freq` may be (a fraction): the sample widths over the
+    // time the estimate spans. With |used - freq| it bounds how fast the
+    // page can drift from the kernel between two samples.
+    double rate_uncertainty = 0;
     std::int64_t last_error = 0;
     // The rate estimate: a least-squares line through the last `count`
     // samples (kernel ns against counter ticks), restarted at a kink.
@@ -102,6 +107,7 @@ class timekeeper {
   };
   enum class state { idle, calibrating, running, off, backoff };
 
+  void repair_half_written_update() noexcept;
   clock_sample sample(clockid_t clock) noexcept;
   offsets measure_offsets(int tries) noexcept;
   void calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept;
@@ -110,6 +116,8 @@ class timekeeper {
   static void restart_line(track& t, const clock_sample& s) noexcept;
   static void add_point(track& t, const clock_sample& s) noexcept;
   static bool fit_line(const track& t, double& slope, double& intercept) noexcept;
+  std::int64_t drift_allowance_ns() const noexcept;
+  std::int64_t floor_after(bool raw, std::uint64_t c, std::int64_t est) const noexcept;
   bool check_counter(const clock_sample& mono) noexcept;
   void fault(fallback_reason why) noexcept;
   // Publishes new rates (from tracks_) and offsets, continuous with the

@@ -63,6 +63,11 @@ inline event suspend(std::int64_t at, std::int64_t length, bool counter_runs,
   e.counter_resets = counter_resets;
   return e;
 }
+inline event stall(std::int64_t at, std::int64_t length) {
+  event e{at, event_kind::writer_stall};
+  e.amount = length;
+  return e;
+}
 }  // namespace ev
 
 // An ordinary machine: counter 2.4 GHz, 37 ppm fast, slight wander; the
@@ -210,6 +215,28 @@ inline scenario noisy_samples() {
   s.noise.preempt_prob = 2e-3;
   s.noise.calibrating_preempt_prob = 0.1;
   s.mid_update_read_one_in = 2;  // catch readers around a preempted publish
+  return s;
+}
+
+// The writer stalls (a descheduled thread, a stopped vclockd) past the page's
+// validity window while readers go on: right after calibration, when the
+// rate estimate is youngest; at the moment the kernel's frequency changes by
+// 500 ppm (chrony starting a slew), so that the page runs away from the
+// kernel during its window and readers before the stall saw more than the
+// kernel plus the last measured lead; and for a whole second. Readers must
+// stay monotonic across each stall and its resync.
+inline scenario writer_stalls() {
+  scenario s = base_scenario("WriterStalls", 24);
+  s.counter.rate_ppm = 35;
+  s.fine_duration_ns = 2 * ns_per_min;
+  s.events = {ev::stall(60 * ns_per_ms, 40 * ns_per_ms),  //
+              ev::ntp(30 * ns_per_s, -500.0),             //
+              ev::stall(30 * ns_per_s, 50 * ns_per_ms),   //
+              ev::ntp(50 * ns_per_s, 0.0),                //
+              ev::stall(50 * ns_per_s, 30 * ns_per_ms),   //
+              ev::stall(70 * ns_per_s, ns_per_s),         //
+              ev::ntp(8 * ns_per_h, 500.0),               //
+              ev::stall(8 * ns_per_h, 2 * ns_per_s)};
   return s;
 }
 

@@ -95,6 +95,8 @@ enum class event_kind {
   realtime_step,  // amount: ns added to REALTIME (settimeofday)
   leap_insert,    // REALTIME steps back 1 s, TAI offset + 1 s
   leap_delete,    // REALTIME steps forward 1 s, TAI offset - 1 s
+  writer_stall,   // amount: the timekeeper is not run for this long (a
+                  // descheduled thread, a stopped daemon); readers go on
 };
 
 struct event {
@@ -368,6 +370,8 @@ class world final : public vclock::time_sources {
         --tai_s_;
         ++realtime_epoch_;
         break;
+      case event_kind::writer_stall:
+        break;  // the world goes on; the driver skips the writer's ticks
       case event_kind::suspend: {
         // MONOTONIC and RAW stand still; BOOTTIME and REALTIME take the
         // sleep time at resume (timekeeping_inject_sleeptime).

@@ -8,6 +8,7 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -290,27 +291,70 @@ template <clock_kind K, class Out, class Careful>
 // reset (suspend on bare metal) is billions behind.
 inline constexpr std::uint64_t max_lag_ticks = std::uint64_t{1} << 20;
 
+// The answer for a stale line (delta >= max_delta) whose parameters gave
+// `base` at cycle_last and at most `cap` at the end of their window, when
+// the kernel says `est` (its time plus the page's lead). Not below `base`,
+// nor below what the page may have given already: readers took it up to
+// `cap`, but only as fast as the counter ran, which the timekeeper holds
+// within 2000 ppm of the kernel, so by now at most est + (est - base) / 512
+// (1953 ppm). That keeps a reader monotonic across a stalled writer even
+// when the kernel's rate changed after the last sample (an NTP slew
+// starting), and keeps it near the kernel when the counter ran on while
+// the kernel did not (a VM pause, a suspend): there the kernel barely
+// moved, and so does the answer.
+inline std::int64_t stale_answer(std::int64_t est, std::int64_t base, std::int64_t cap) noexcept {
+  if (est <= base) return base;
+  const std::int64_t reach = est + ((est - base) >> 9);
+  return reach < cap ? reach : (cap > est ? cap : est);
+}
+
 // Everything the fast path does not handle, answered without waiting:
 //  - writer mid-update: read the backup line, frozen at the writer's
 //    switch point (time stands still for the rest of the update, but
 //    follows the kernel, lag_ns behind, if the writer stalls);
 //  - counter behind cycle_last by a little: clamp to cycle_last;
-//  - page stale (delta >= max_delta) or off (max_delta == 0): ask the
-//    kernel, and return max(kernel + lead, base): the page was at most
-//    `lead` ahead of the kernel, and base (or the floor of an off page) is
-//    at least what it gave, so a monotonic clock never steps back.
+//  - page off (max_delta == 0): ask the kernel, and return
+//    max(kernel + lead, floor): the floor is at least what the page gave;
+//  - page stale (delta >= max_delta): ask the kernel, and return
+//    stale_answer(): never below what the page may have given, never
+//    extrapolated past it,
+// so a monotonic clock never steps back.
 // `kernel()` returns the kernel's time for clock K in ns.
+//
+// Both lines odd: the writer is between turning hot odd and freezing the
+// backup (three instructions), and readers wait for it, but only up to
+// max_spins. A writer that does not come back (vclockd killed or stopped
+// right there) has left hot's fields untouched, the old parameters, which
+// readers then use as they are, stale check included: time never waits on
+// a dead writer. (A writer that was merely preempted that long, and goes
+// on, publishes parameters continuous with those at its switch point: a
+// reader that used the old ones past it differs by the rate change times
+// the overrun, nanoseconds at most. docs/design.md, "Known limits".)
+// 4096 pauses: 30 to 250 us, by the CPU's pause latency.
+inline constexpr int max_spins = 1 << 12;
+
+// The odd hot seq of a writer found stuck (0: none), so that only the first
+// reader to find it waits: later calls of this process go straight on,
+// until the writer (or a restarted one) moves the seq.
+inline std::atomic<std::uint32_t> stuck_writer_seq{0};
+
 template <clock_kind K, class Counter, class Kernel>
 inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kernel) noexcept {
+  int spins = 0;
   for (;;) {
     const std::uint32_t hot_seq = load(p.hot.seq);
-    const bool use_backup = (hot_seq & 1u) != 0;
-    const clock_line& l = use_backup ? p.backup : p.hot;
-    const std::uint32_t seq = use_backup ? load(l.seq) : hot_seq;
+    bool use_backup = (hot_seq & 1u) != 0;
+    std::uint32_t seq = use_backup ? load(p.backup.seq) : hot_seq;
     if (seq & 1u) {
-      arch::relax();  // the writer is between turning hot odd and reading
-      continue;       // the counter: a few instructions
+      if (hot_seq != stuck_writer_seq.load(std::memory_order_relaxed) && ++spins < max_spins) {
+        arch::relax();  // the writer is between turning hot odd and reading
+        continue;       // the counter: a few instructions
+      }
+      stuck_writer_seq.store(hot_seq, std::memory_order_relaxed);
+      use_backup = false;  // a stuck writer: hot still holds the old parameters
+      seq = hot_seq;
     }
+    const clock_line& l = use_backup ? p.backup : p.hot;
     const std::uint64_t cycle_last = load(l.cycle_last);
     const std::uint64_t max_delta = load(l.max_delta);
     const std::uint32_t mult = load_mult<K>(l);
@@ -340,9 +384,8 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
         return k > frozen ? k : frozen;
       }
       // Stale (or the counter far behind cycle_last): never extrapolate.
-      // The page gave at most kernel + lead, and at least base.
-      const std::int64_t k = kernel() + load_relaxed(p.lead_ns);
-      return k > base ? k : base;
+      const std::int64_t cap = base + delta_to_ns(max_delta - 1, mult, shift);
+      return stale_answer(kernel() + load_relaxed(p.lead_ns), base, cap);
     }
     return base + delta_to_ns(delta, mult, shift);
   }

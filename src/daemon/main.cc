@@ -1,0 +1,221 @@
+// vclockd: one timekeeper for the machine. It runs the library's timekeeper
+// over a page in a file (default /run/vclock/page) that every process maps
+// read-only, so that no process needs a thread or a calibration of its own.
+// Foreground, logs to stderr, READY=1 to $NOTIFY_SOCKET after its first
+// calibrated publish, exit 0 on SIGTERM or SIGINT (the page is turned off
+// first, so readers go to the kernel at once rather than at the end of the
+// validity window).
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "cli/args.h"
+#include "kernel_clock.h"
+#include "notify.h"
+#include "page_file.h"
+#include "page_identity.h"
+#include "tick_loop.h"
+#include "timekeeper.h"
+#include "trust.h"
+#include "vclock/detail/arch.h"
+#include "vclock/detail/seqlock.h"
+
+namespace vclock::daemon {
+namespace {
+
+[[gnu::format(printf, 1, 2)]] void log(const char* format, ...) {
+  std::va_list args;
+  va_start(args, format);
+  std::string line = "vclockd: ";
+  char buf[512];
+  std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  line += buf;
+  line += '\n';
+  std::fputs(line.c_str(), stderr);
+}
+
+// The counter and the kernel, as the library's own thread reads them. With
+// VCLOCKD_TEST_STOP_IN_UPDATE=N (tests only), the daemon stops itself
+// (SIGSTOP) inside its Nth update, between turning the hot line odd and
+// freezing the backup: where a kill -9 leaves both lines odd.
+class daemon_sources final : public time_sources {
+ public:
+  explicit daemon_sources(const page& p) : page_(p) {
+    if (const char* v = std::getenv("VCLOCKD_TEST_STOP_IN_UPDATE")) {
+      stop_in_update_ = std::strtoull(v, nullptr, 10);
+    }
+  }
+  std::uint64_t read_counter() override {
+    if (stop_in_update_ != 0 && (detail::load(page_.hot.seq) & 1u) != 0 &&
+        detail::load_relaxed(page_.updates) + 1 >= stop_in_update_) {
+      stop_in_update_ = 0;
+      raise(SIGSTOP);
+    }
+    return arch::read_counter_after_stores();
+  }
+  std::int64_t read_kernel(clockid_t clock) override { return kernel::now_ns(clock); }
+
+ private:
+  const page& page_;
+  std::uint64_t stop_in_update_ = 0;
+};
+
+std::atomic<int> stop_signal{0};
+void on_stop_signal(int signo) { stop_signal.store(signo, std::memory_order_relaxed); }
+
+// SIGTERM and SIGINT are blocked except while the loop waits (ppoll's
+// mask): a stop request ends the wait, never an update.
+sigset_t install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sigset_t stop_set, waiting;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGTERM);
+  sigaddset(&stop_set, SIGINT);
+  sigprocmask(SIG_BLOCK, &stop_set, &waiting);
+  sigdelset(&waiting, SIGTERM);
+  sigdelset(&waiting, SIGINT);
+  return waiting;
+}
+
+// Real-time scheduling where permitted (systemd's CPUSchedulingPolicy, or
+// CAP_SYS_NICE / RLIMIT_RTPRIO): a REALTIME step is mirrored as soon as the
+// kernel wakes the daemon, not after whatever else runs on that CPU.
+void try_realtime_scheduling() {
+  if (sched_getscheduler(0) == SCHED_FIFO || sched_getscheduler(0) == SCHED_RR) {
+    log("real-time scheduling (set by the service manager)");
+    return;
+  }
+  sched_param param{};
+  param.sched_priority = 10;
+  if (sched_setscheduler(0, SCHED_FIFO, &param) == 0) {
+    log("real-time scheduling: SCHED_FIFO, priority %d", param.sched_priority);
+  } else {
+    log("no real-time scheduling (%s): steps are mirrored at normal priority",
+        std::strerror(errno));
+  }
+}
+
+const char* mode_text(fallback_reason r) {
+  switch (r) {
+    case fallback_reason::none:
+      return "counter";
+    case fallback_reason::calibrating:
+      return "calibrating";
+    case fallback_reason::counter_jumped:
+      return "off: the counter jumped (recalibrating after 1 s)";
+    case fallback_reason::counter_rate_wrong:
+      return "off: the counter's rate disagrees with the kernel's (recalibrating after 1 s)";
+    default:
+      return "off";
+  }
+}
+
+struct options {
+  std::string page = "/run/vclock/page";
+  std::int64_t tick_us = 4000;
+  std::string bound_source = "kernel";
+  bool realtime = true;
+};
+
+int usage(const std::string& message) {
+  std::fprintf(stderr, "vclockd: %s\n", message.c_str());
+  return cli::exit_usage;
+}
+
+int run(const options& o) {
+  const machine_identity me = read_machine_identity();
+  const trust_verdict verdict = decide_trust();
+  writable_page wp;
+  std::string error;
+  if (!open_page_for_writing(o.page.c_str(), me, wp, error)) {
+    log("%s", error.c_str());
+    return 1;
+  }
+  log("publishing %s (inode %llu, %s)", o.page.c_str(), static_cast<unsigned long long>(wp.inode),
+      !wp.reinitialised.empty() ? ("rewritten: " + wp.reinitialised).c_str()
+      : wp.created              ? "created"
+                                : "continuing the existing page");
+  if (o.realtime) try_realtime_scheduling();
+
+  daemon_sources sources(*wp.p);
+  timekeeper_config config;
+  config.tick_ns = o.tick_us * 1000;
+  config.validity_ticks = 3;  // API.md: stale after at most 3 ticks
+  timekeeper tk(*wp.p, sources, config);
+  detail::store_relaxed(wp.p->counter_trusted, verdict.reason == fallback_reason::none ? 1u : 0u);
+  tk.start();
+  if (verdict.reason != fallback_reason::none) {
+    tk.disable(verdict.reason);
+    log("counter not used: %s; readers ask the kernel", verdict.note);
+  }
+
+  const sigset_t waiting = install_stop_handlers();
+  tick_loop loop(tk);
+  bool ready = false;
+  auto last_mode = static_cast<fallback_reason>(detail::load_relaxed(wp.p->mode_reason));
+  while (stop_signal.load(std::memory_order_relaxed) == 0) {
+    loop.run_once(nullptr);
+    const auto mode = static_cast<fallback_reason>(detail::load_relaxed(wp.p->mode_reason));
+    if (mode != last_mode) {
+      log("mode: %s", mode_text(mode));
+      last_mode = mode;
+    }
+    if (!ready && (mode == fallback_reason::none || verdict.reason != fallback_reason::none)) {
+      ready = true;
+      if (mode == fallback_reason::none) {
+        log("calibrated: counter %.6f MHz; ready", tk.counter_hz() / 1e6);
+      }
+      if (!notify_service_manager("READY=1")) log("cannot notify $NOTIFY_SOCKET");
+    }
+    loop.wait(&waiting);
+  }
+  notify_service_manager("STOPPING=1");
+  tk.disable(fallback_reason::daemon_stopped);
+  log("stopped by %s; page turned off", strsignal(stop_signal.load()));
+  return 0;
+}
+
+}  // namespace
+}  // namespace vclock::daemon
+
+int main(int argc, char** argv) {
+  using vclock::daemon::options;
+  options o;
+  std::string realtime = "auto";
+  vclock::cli::option_parser parser("vclockd");
+  parser.add_string("page", "PATH", &o.page, "the page to publish (default /run/vclock/page)");
+  parser.add_int("tick-us", "N", 100, 1'000'000, &o.tick_us,
+                 "timekeeper period in microseconds (default 4000)");
+  parser.add_choice("bound-source", {"kernel"}, &o.bound_source,
+                    "where the error bound comes from (only kernel so far)");
+  parser.add_choice("realtime", {"auto", "off"}, &realtime,
+                    "try SCHED_FIFO (auto, the default) or not (off)");
+  if (!parser.parse(std::span<char* const>(argv + 1, argv + argc))) {
+    return vclock::daemon::usage(parser.error());
+  }
+  if (parser.help_requested()) {
+    std::printf(
+        "usage: vclockd [options]\n\n"
+        "One timekeeper for the machine: publishes vclock's page for every process.\n"
+        "Runs in the foreground; exits 0 on SIGTERM or SIGINT.\n\noptions:\n%s",
+        parser.options_help().c_str());
+    return 0;
+  }
+  if (o.page.empty()) return vclock::daemon::usage("--page: empty path");
+  o.realtime = realtime == "auto";
+  return vclock::daemon::run(o);
+}

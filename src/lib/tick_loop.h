@@ -1,0 +1,40 @@
+// Drives a timekeeper in real time: a tick every config().tick_ns, and one
+// at once when the kernel's REALTIME is set or the system resumes
+// (TFD_TIMER_CANCEL_ON_SET, how systemd learns of steps). Used by the
+// library's own thread and by vclockd.
+#ifndef VCLOCK_SRC_LIB_TICK_LOOP_H_
+#define VCLOCK_SRC_LIB_TICK_LOOP_H_
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdint>
+
+#include "timekeeper.h"
+
+namespace vclock {
+
+class tick_loop {
+ public:
+  explicit tick_loop(timekeeper& tk) noexcept;
+  ~tick_loop();
+  tick_loop(const tick_loop&) = delete;
+  tick_loop& operator=(const tick_loop&) = delete;
+
+  // One period's work, under `lock` if not null. True if it was a
+  // clock-was-set wake-up (the kernel stepped REALTIME, or resumed).
+  bool run_once(pthread_mutex_t* lock) noexcept;
+
+  // Sleeps until the next period or a clock-was-set event. `sigmask` is
+  // ppoll's: a signal it leaves unblocked ends the wait early.
+  void wait(const sigset_t* sigmask) noexcept;
+
+ private:
+  timekeeper& tk_;
+  int fd_ = -1;  // the clock-was-set timerfd; -1 if unavailable
+  std::int64_t next_ = 0;
+};
+
+}  // namespace vclock
+
+#endif  // VCLOCK_SRC_LIB_TICK_LOOP_H_
