@@ -137,13 +137,15 @@ void timekeeper::repair_half_written_update() noexcept {
   truth.raw_mult = detail::load(from.raw_mult);
   truth.shift = detail::load(from.shift);
   truth.tai_offset_s = detail::load(from.tai_offset_s);
+  // Hot first when its fields are intact: an even backup beside an odd hot
+  // would be read as frozen, which a repaired backup is not.
+  if (hot_odd) {
+    if (!backup_odd) store_line(page_.hot, truth);
+    detail::write_end(page_.hot.seq, detail::load(page_.hot.seq));
+  }
   if (backup_odd) {
     store_line(page_.backup, truth);
     detail::write_end(page_.backup.seq, detail::load(page_.backup.seq));
-  }
-  if (hot_odd) {
-    store_line(page_.hot, truth);
-    detail::write_end(page_.hot.seq, detail::load(page_.hot.seq));
   }
 }
 
@@ -558,6 +560,21 @@ std::uint32_t timekeeper::open_backup() noexcept {
   return seq;
 }
 
+// Readers that find both lines odd for too long (the writer preempted
+// between turning hot odd and closing the backup) stop waiting and read the
+// old parameters at their own counter (reader.h, max_spins), perhaps past c.
+// If this writer was held up that long, the switch point moves to now: the
+// new parameters start where the old ones are now, above anything those
+// readers returned. 2 us is well below the shortest wait of a reader (4096
+// pauses).
+std::uint64_t timekeeper::switch_point_after_close(std::uint64_t c) noexcept {
+  const std::uint64_t now = sources_.read_counter();
+  const double ns_per_tick = mono_.nominal > 0 ? mono_.nominal : 1.0;
+  const auto overrun_ticks = static_cast<std::uint64_t>(2000.0 / ns_per_tick);
+  const auto overrun = static_cast<std::int64_t>(now - c);
+  return overrun > static_cast<std::int64_t>(overrun_ticks) ? now : c;
+}
+
 void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
   const clock_line& old = published_;
   if (old.max_delta != 0) {
@@ -567,8 +584,18 @@ void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
     } else if (d < old.max_delta) {
       store(page_.backup.max_delta, d + 1);  // frozen at c
     } else {
-      // Stale: readers are answering max(kernel + lead, base), and so do the
-      // backup's readers, as an "off" line whose floor is the base.
+      // Stale: readers are answering stale_answer() from the kernel. The
+      // backup's readers answer as from an "off" line whose floor is that
+      // answer now (the kernel read after c), so they never undercut it.
+      const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
+      const std::int64_t mono = floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
+      const std::int64_t raw =
+          floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
+      const mono_offsets o = offsets_of(old);
+      store(page_.backup.mono_ns, mono);
+      store(page_.backup.realtime_ns, mono + o.realtime);
+      store(page_.backup.boottime_ns, mono + o.boottime);
+      store(page_.backup.raw_ns, raw);
       store(page_.backup.max_delta, std::uint64_t{0});
     }
   }
@@ -593,8 +620,9 @@ void timekeeper::publish(bool resync) noexcept {
   const std::uint32_t seq = detail::write_begin(page_.hot.seq);
   // Read after the odd seq is globally visible: see "Why the switch point
   // is safe" above.
-  const std::uint64_t c = sources_.read_counter();
+  std::uint64_t c = sources_.read_counter();
   close_backup(backup_seq, c);
+  c = switch_point_after_close(c);
   const bool was_on = published_.max_delta != 0;
   const std::uint64_t delta = c - published_.cycle_last;
   std::int64_t mono = published_.mono_ns;  // never move a base back
@@ -636,8 +664,9 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(why));
   const std::uint32_t backup_seq = open_backup();
   const std::uint32_t seq = detail::write_begin(page_.hot.seq);
-  const std::uint64_t c = sources_.read_counter();
+  std::uint64_t c = sources_.read_counter();
   close_backup(backup_seq, c);
+  c = switch_point_after_close(c);
   clock_line next = published_;
   if (published_.max_delta != 0) {
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);

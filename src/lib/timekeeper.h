@@ -128,6 +128,7 @@ class timekeeper {
   void write_coarse(const clock_line& l, bool valid) noexcept;
   std::uint32_t open_backup() noexcept;
   void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
+  std::uint64_t switch_point_after_close(std::uint64_t c) noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
 
   page& page_;

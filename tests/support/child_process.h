@@ -64,7 +64,8 @@ struct program_result {
 // Runs `argv` (argv[0] a path) with stdout captured and stderr passed through; kills it and
 // reports status -1 if it runs past `timeout`.
 inline program_result run_program(const std::vector<std::string>& argv,
-                                  std::chrono::seconds timeout) {
+                                  std::chrono::seconds timeout,
+                                  const std::vector<std::string>& env = {}) {
   program_result result;
   int fds[2];
   if (pipe(fds) != 0) return result;
@@ -72,13 +73,19 @@ inline program_result run_program(const std::vector<std::string>& argv,
   std::vector<char*> cargv;
   for (std::string& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  // `env` in front of this process's environment: the first definition wins.
+  std::vector<std::string> env_strings = env;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], STDOUT_FILENO);
     close(fds[0]);
     close(fds[1]);
-    execv(cargv[0], cargv.data());
+    execve(cargv[0], cargv.data(), envp.data());
     _exit(127);
   }
   close(fds[1]);

@@ -326,10 +326,10 @@ inline std::int64_t stale_answer(std::int64_t est, std::int64_t base, std::int64
 // max_spins. A writer that does not come back (vclockd killed or stopped
 // right there) has left hot's fields untouched, the old parameters, which
 // readers then use as they are, stale check included: time never waits on
-// a dead writer. (A writer that was merely preempted that long, and goes
-// on, publishes parameters continuous with those at its switch point: a
-// reader that used the old ones past it differs by the rate change times
-// the overrun, nanoseconds at most. docs/design.md, "Known limits".)
+// a dead writer. A writer that was merely preempted that long sees it when
+// it goes on (its counter has moved past the switch point by more than
+// stuck_writer_ticks) and moves its switch point to where it is now, so the
+// readers that used the old parameters meanwhile stay below the new ones.
 // 4096 pauses: 30 to 250 us, by the CPU's pause latency.
 inline constexpr int max_spins = 1 << 12;
 
@@ -345,6 +345,7 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     const std::uint32_t hot_seq = load(p.hot.seq);
     bool use_backup = (hot_seq & 1u) != 0;
     std::uint32_t seq = use_backup ? load(p.backup.seq) : hot_seq;
+    std::uint32_t stuck_backup_seq = 0;  // odd: reading hot under a stuck writer
     if (seq & 1u) {
       if (hot_seq != stuck_writer_seq.load(std::memory_order_relaxed) && ++spins < max_spins) {
         arch::relax();  // the writer is between turning hot odd and reading
@@ -352,6 +353,7 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
       }
       stuck_writer_seq.store(hot_seq, std::memory_order_relaxed);
       use_backup = false;  // a stuck writer: hot still holds the old parameters
+      stuck_backup_seq = seq;
       seq = hot_seq;
     }
     const clock_line& l = use_backup ? p.backup : p.hot;
@@ -362,6 +364,11 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     const std::int64_t base = load_base_ns<K>(l);
     const auto now = counter();
     if (load_relaxed((&l.seq)[now.zero]) != seq) {
+      continue;
+    }
+    // Under a stuck writer, hot's fields are good only while the backup is
+    // still open: the writer closes it before it writes hot.
+    if (stuck_backup_seq != 0 && load_relaxed((&p.backup.seq)[now.zero]) != stuck_backup_seq) {
       continue;
     }
     if (max_delta == 0) {
