@@ -371,9 +371,20 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     if (stuck_backup_seq != 0 && load_relaxed((&p.backup.seq)[now.zero]) != stuck_backup_seq) {
       continue;
     }
+    // A kernel answer is good only if no publish began meanwhile: a reader
+    // held up between its checks and its kernel read (preempted for
+    // milliseconds) would otherwise return the kernel's time of later,
+    // above what the parameters published since then give (they may run
+    // behind the kernel, within the page's lag). So the hot seq, read again
+    // after the kernel, must not have moved.
+    const auto unchanged_after_kernel = [&p, hot_seq] {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      return load(p.hot.seq) == hot_seq;
+    };
     if (max_delta == 0) {
       // Off: base is the floor the writer left.
       const std::int64_t k = kernel() + load_relaxed(p.lead_ns);
+      if (!unchanged_after_kernel()) continue;
       return k > base ? k : base;
     }
     if constexpr (is_coarse(K)) {
@@ -388,11 +399,14 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
         // follow the kernel from behind, no further than the page's lag.
         const std::int64_t frozen = base + delta_to_ns(max_delta - 1, mult, shift);
         const std::int64_t k = kernel() - load_relaxed(p.lag_ns);
+        if (!unchanged_after_kernel()) continue;
         return k > frozen ? k : frozen;
       }
       // Stale (or the counter far behind cycle_last): never extrapolate.
       const std::int64_t cap = base + delta_to_ns(max_delta - 1, mult, shift);
-      return stale_answer(kernel() + load_relaxed(p.lead_ns), base, cap);
+      const std::int64_t est = kernel() + load_relaxed(p.lead_ns);
+      if (!unchanged_after_kernel()) continue;
+      return stale_answer(est, base, cap);
     }
     return base + delta_to_ns(delta, mult, shift);
   }
