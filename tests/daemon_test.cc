@@ -239,8 +239,9 @@ TEST(Daemon, ASecondDaemonOnThePageRefusesAndNamesTheFirst) {
   EXPECT_FALSE(first.has_exited());
 }
 
-// Restarts (clean and kill -9) while readers run: the same inode, never a step back, the
-// counter again after each restart.
+// Restarts (clean and kill -9) while readers run, in this process and in `vclock warp`
+// attached to the page: the same inode, never a step back, no warp, the counter again after
+// each restart.
 TEST(Daemon, RestartsKeepTheInodeAndReadersNeverGoBack) {
   temp_dir dir;
   const std::string path = dir.file("page");
@@ -249,6 +250,8 @@ TEST(Daemon, RestartsKeepTheInodeAndReadersNeverGoBack) {
   const ino_t inode = inode_of(path);
   mapped_page m(path);
   ASSERT_NE(m.get(), nullptr);
+  daemon_process warp(VCLOCK_CLI_PATH, {"warp", "--seconds", "2", "--threads", "2"}, dir.path(),
+                      {"VCLOCK_PAGE=" + path});
   readers r(m, 2);
   for (int i = 0; i < 20; ++i) {
     const int signo = i % 2 == 0 ? SIGTERM : SIGKILL;
@@ -264,6 +267,10 @@ TEST(Daemon, RestartsKeepTheInodeAndReadersNeverGoBack) {
   r.stop();
   EXPECT_EQ(r.failures(), 0) << r.first_failure();
   EXPECT_GT(r.readings(), 1000);
+  const int warp_status = warp.stop(0, 30s);  // signal 0: wait for its own end
+  ASSERT_TRUE(WIFEXITED(warp_status)) << warp.log();
+  EXPECT_EQ(WEXITSTATUS(warp_status), 0) << "vclock warp saw an ordered clock warp:\n"
+                                         << warp.log();
 }
 
 // The daemon stops itself (test hook) inside an update, between turning the hot line odd and

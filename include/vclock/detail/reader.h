@@ -377,10 +377,10 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     // above what the parameters published since then give (they may run
     // behind the kernel, within the page's lag). So the hot seq, read again
     // after the kernel, must not have moved.
-    const auto unchanged_after_kernel = [&p, hot_seq] {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      return load(p.hot.seq) == hot_seq;
-    };
+    // (No fence: x86 keeps this load after the vDSO's own loads; a TSC read
+    // inside it may still complete a few ns later, but a publish that
+    // starts then reads the kernel later still, and its base is above it.)
+    const auto unchanged_after_kernel = [&p, hot_seq] { return load(p.hot.seq) == hot_seq; };
     if (max_delta == 0) {
       // Off: base is the floor the writer left.
       const std::int64_t k = kernel() + load_relaxed(p.lead_ns);
