@@ -566,8 +566,9 @@ TEST(Reader, WriterMidUpdateAnswersFromTheFrozenBackupLine) {
       EXPECT_EQ(kernel.calls, 0);
     }
     // Past the freeze point: time stands still at the cap while the kernel, less the page's
-    // lag, is behind it; a writer stalled there longer is followed lag_ns behind the kernel.
-    p->lag_ns = 300;
+    // lag, is behind it; a writer stalled there longer is followed lag_ns behind the kernel
+    // (the lag copied when the backup was opened: backup_lag_ns).
+    p->backup_lag_ns = 300;
     const std::int64_t cap = cap_time(K, p->backup);
     for (const std::uint64_t delta : {std::uint64_t{1000}, std::uint64_t{1} << 40}) {
       fake_counter counter{p->backup.cycle_last + delta};
@@ -580,6 +581,35 @@ TEST(Reader, WriterMidUpdateAnswersFromTheFrozenBackupLine) {
       EXPECT_EQ(behind.calls + stalled.calls, vclock::detail::is_coarse(K) ? 0 : 2);
     }
   });
+}
+
+// A reader held up between its checks and its kernel read (here: the writer turns the page
+// off from inside the kernel call, leaving a floor and lead 0) must not return that later
+// kernel time plus the old lead: the parameters published meanwhile may be below it. It reads
+// again, and answers from the off line.
+TEST(Reader, RereadsWhenTheWriterPublishesDuringTheKernelRead) {
+  auto p = make_page();
+  p->hot = typical_line(10);
+  p->lead_ns = 2'000;
+  const std::int64_t base = expected_time(clock_kind::monotonic, p->hot, p->hot.cycle_last);
+  const std::int64_t floor = base + 50'000'000;  // the off line's floor
+  int kernel_calls = 0;
+  const std::int64_t k = floor + 100;
+  auto kernel = [&]() noexcept {
+    if (kernel_calls++ == 0) {
+      const std::uint32_t odd = vclock::detail::write_begin(p->hot.seq);
+      vclock::detail::store(p->hot.max_delta, std::uint64_t{0});
+      vclock::detail::store(p->hot.mono_ns, floor);
+      vclock::detail::store(p->lead_ns, std::int64_t{0});
+      vclock::detail::write_end(p->hot.seq, odd);
+    }
+    return k;
+  };
+  // Stale: the counter is past the window.
+  fake_counter counter{p->hot.cycle_last + p->hot.max_delta + 5};
+  const std::int64_t t = vclock::detail::read_careful<clock_kind::monotonic>(*p, counter, kernel);
+  EXPECT_EQ(kernel_calls, 2);
+  EXPECT_EQ(t, k) << "the off line's answer, max(kernel + 0, floor), not kernel + the old lead";
 }
 
 TEST(Reader, RereadsWhenTheWriterPublishesDuringTheRead) {

@@ -188,7 +188,13 @@ struct alignas(4096) page {
   // max(frozen time, kernel - lag_ns): it stands still, but never falls
   // further behind the kernel than the page itself would.
   std::int64_t lag_ns;
-  std::uint8_t pad2[64 - 32];
+  // lead_ns and lag_ns change only while hot.seq is odd, so a reader of
+  // hot validates them with hot's seq. Readers of the backup line (which
+  // exist while hot is odd) use these copies, taken when the backup was
+  // opened and stable until it is opened again.
+  std::int64_t backup_lead_ns;
+  std::int64_t backup_lag_ns;
+  std::uint8_t pad2[64 - 48];
 
   // Line 6: timekeeper status, written with relaxed atomics, read by status.
   std::uint64_t counter_hz;          // calibrated counter frequency, Hz

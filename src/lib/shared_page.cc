@@ -142,6 +142,7 @@ bool time_namespace_offsets_clocks(const char* text, std::size_t length) noexcep
         (seconds != 0 || nanoseconds != 0)) {
       return true;
     }
+    if (eol == end) break;
     p = eol + 1;
   }
   return false;

@@ -415,8 +415,8 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     // overtakes) what the page gave.
     const std::int64_t margin =
         std::max(mono.width_ns, raw.width_ns) + offsets_.width_ns + drift_allowance_ns();
-    store_relaxed(page_.lead_ns, std::max<std::int64_t>(0, std::max(e_mono, e_raw) + margin));
-    store_relaxed(page_.lag_ns, std::max<std::int64_t>(0, margin - std::min(e_mono, e_raw)));
+    next_lead_ns_ = std::max<std::int64_t>(0, std::max(e_mono, e_raw) + margin);
+    next_lag_ns_ = std::max<std::int64_t>(0, margin - std::min(e_mono, e_raw));
   }
   store_relaxed(page_.last_bracket_ns, mono.width_ns);
   store_relaxed(page_.freq_ppb, static_cast<std::int64_t>(std::llround(mono_.used * 1e9)));
@@ -557,6 +557,8 @@ std::int64_t timekeeper::time_at(std::uint64_t c, bool raw) const noexcept {
 std::uint32_t timekeeper::open_backup() noexcept {
   const std::uint32_t seq = detail::write_begin(page_.backup.seq);
   store_line(page_.backup, published_);
+  store(page_.backup_lead_ns, detail::load_relaxed(page_.lead_ns));
+  store(page_.backup_lag_ns, detail::load_relaxed(page_.lag_ns));
   return seq;
 }
 
@@ -645,6 +647,10 @@ void timekeeper::publish(bool resync) noexcept {
   set_mono_base(next, mono, next_offsets);
   next.cycle_last = c;
   store_line(page_.hot, next);
+  // The bounds that go with the new parameters, under the same seq (page.h).
+  if (next_lead_ns_ >= 0) store(page_.lead_ns, next_lead_ns_);
+  if (next_lag_ns_ >= 0) store(page_.lag_ns, next_lag_ns_);
+  next_lead_ns_ = next_lag_ns_ = -1;
   detail::write_end(page_.hot.seq, seq);
   next.seq = seq + 1;
   published_ = next;
@@ -677,12 +683,15 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   next.max_delta = 0;
   next.cycle_last = c;
   store_line(page_.hot, next);
+  // The floor now covers the lead: fallback answers are max(kernel, floor).
+  // Changed under the same seq as the floor, so no reader combines the
+  // old lead with a kernel time read after this floor was taken.
+  store(page_.lead_ns, std::int64_t{0});
+  next_lead_ns_ = next_lag_ns_ = -1;
   detail::write_end(page_.hot.seq, seq);
   next.seq = seq + 1;
   published_ = next;
   write_coarse(next, false);
-  // The floor now covers the lead: fallback answers are max(kernel, floor).
-  store_relaxed(page_.lead_ns, std::int64_t{0});
 }
 
 // The coarse clocks of `l` (just published to hot), or "off".

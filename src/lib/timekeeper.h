@@ -148,6 +148,10 @@ class timekeeper {
   bool have_calib_ = false;
   bool have_last_ = false;
   std::uint64_t validity_delta_ = 0;  // max_delta for a fresh publish
+  // The page's lead_ns and lag_ns for the next publish (stored while hot is
+  // odd: page.h); negative: keep the page's.
+  std::int64_t next_lead_ns_ = -1;
+  std::int64_t next_lag_ns_ = -1;
   std::int64_t backoff_until_ = 0;
   std::int64_t min_width_ns_ = 0;
 };

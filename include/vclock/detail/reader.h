@@ -380,10 +380,15 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     // (No fence: x86 keeps this load after the vDSO's own loads; a TSC read
     // inside it may still complete a few ns later, but a publish that
     // starts then reads the kernel later still, and its base is above it.)
-    const auto unchanged_after_kernel = [&p, hot_seq] { return load(p.hot.seq) == hot_seq; };
+    const auto unchanged_after_kernel = [&p, hot_seq, stuck_backup_seq] {
+      return load(p.hot.seq) == hot_seq &&
+             (stuck_backup_seq == 0 || load(p.backup.seq) == stuck_backup_seq);
+    };
+    // The page's bounds, validated with the line like its fields (page.h).
+    const std::int64_t lead = load_relaxed(use_backup ? p.backup_lead_ns : p.lead_ns);
     if (max_delta == 0) {
       // Off: base is the floor the writer left.
-      const std::int64_t k = kernel() + load_relaxed(p.lead_ns);
+      const std::int64_t k = kernel() + lead;
       if (!unchanged_after_kernel()) continue;
       return k > base ? k : base;
     }
@@ -398,13 +403,14 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
         // Frozen at the writer's switch point; if the writer stalls there,
         // follow the kernel from behind, no further than the page's lag.
         const std::int64_t frozen = base + delta_to_ns(max_delta - 1, mult, shift);
-        const std::int64_t k = kernel() - load_relaxed(p.lag_ns);
+        const std::int64_t lag = load_relaxed(p.backup_lag_ns);
+        const std::int64_t k = kernel() - lag;
         if (!unchanged_after_kernel()) continue;
         return k > frozen ? k : frozen;
       }
       // Stale (or the counter far behind cycle_last): never extrapolate.
       const std::int64_t cap = base + delta_to_ns(max_delta - 1, mult, shift);
-      const std::int64_t est = kernel() + load_relaxed(p.lead_ns);
+      const std::int64_t est = kernel() + lead;
       if (!unchanged_after_kernel()) continue;
       return stale_answer(est, base, cap);
     }
