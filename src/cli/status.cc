@@ -61,8 +61,7 @@ void print_json(const status_snapshot& s) {
       .field("page_abi", s.page_abi);
   if (!s.page_refused.empty()) j.field("page_refused", s.page_refused);
   if (s.daemon_pid != 0) j.field("daemon_pid", s.daemon_pid);
-  j
-      .field("mode", s.counter_mode ? "counter" : "fallback")
+  j.field("mode", s.counter_mode ? "counter" : "fallback")
       .field("counter_mode", s.counter_mode)
       .field("reason", s.reason)
       .field("counter", s.counter)
