@@ -60,7 +60,7 @@ std::string header_text(const results& r) {
   out += "vclock     " +
          (s.counter_mode ? std::string("counter mode")
                          : "FALLBACK mode (" + s.reason + "): vclock rows measure the kernel") +
-         "\n";
+         "; page " + s.source + (s.source == "shared" ? " (" + s.page + ")" : std::string()) + "\n";
   return out;
 }
 
@@ -190,6 +190,7 @@ void json_machine(json_writer& j, const results& r) {
       .field("ordering", s.ordering)
       .field("has_rdtscp", r.m.rdtscp)
       .field("kernel_clocksource", s.kernel_clocksource)
+      .field("source", s.source)
       .field("has_vdso", s.has_vdso)
       .field("mode", s.counter_mode ? "counter" : "fallback")
       .field("reason", s.reason)
