@@ -14,14 +14,7 @@
 #include <vector>
 
 #include "support/child_process.h"
-
-#if defined(__SANITIZE_THREAD__)
-#  define VCLOCK_TEST_TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define VCLOCK_TEST_TSAN 1
-#  endif
-#endif
+#include "support/sanitizers.h"
 
 namespace {
 

@@ -26,17 +26,10 @@
 
 #include "status.h"
 #include "support/child_process.h"
+#include "support/sanitizers.h"
 #include "vclock/vclock.h"
 
 extern char** environ;
-
-#if defined(__SANITIZE_THREAD__)
-#  define VCLOCK_TEST_TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define VCLOCK_TEST_TSAN 1
-#  endif
-#endif
 
 namespace {
 

@@ -37,40 +37,22 @@ format_check() {
 }
 step clang-format format_check
 
-# Exit 77 means "skipped" (not x86-64): a result, not a failure.
-hot_path_check() {
+# The checks below exit 77 for "skipped" (not x86-64, no objdump, no clang++ or libFuzzer): a
+# result, not a failure. Runs "$@" and says so when it skipped.
+skippable() {
   local rc=0
-  bash tools/check-hot-path.sh || rc=$?
+  "$@" || rc=$?
   if ((rc == 77)); then
-    echo "hot-path check skipped"
+    echo "skipped: $*"
     return 0
   fi
   return "$rc"
 }
-step hot-path hot_path_check
 
+step hot-path skippable bash tools/check-hot-path.sh
 # The release build's entry points reach only async-signal-safe functions (the release
-# workflow above built build/release/libvclock.so). 77 is "skipped" here too.
-signal_safety_check() {
-  local rc=0
-  bash tools/check-signal-safety.sh build/release/libvclock.so || rc=$?
-  if ((rc == 77)); then
-    echo "signal-safety check skipped"
-    return 0
-  fi
-  return "$rc"
-}
-step signal-safety signal_safety_check
-
+# workflow above built build/release/libvclock.so).
+step signal-safety skippable bash tools/check-signal-safety.sh build/release/libvclock.so
 # A short fuzz of the attach validation (fuzz/, tools/fuzz.sh; the long run's figures are in
-# fuzz/README.md). 77 is "skipped": no clang++ or no libFuzzer.
-fuzz_short() {
-  local rc=0
-  bash tools/fuzz.sh 20 || rc=$?
-  if ((rc == 77)); then
-    echo "fuzz skipped"
-    return 0
-  fi
-  return "$rc"
-}
-step fuzz-short fuzz_short
+# fuzz/README.md).
+step fuzz-short skippable bash tools/fuzz.sh 20

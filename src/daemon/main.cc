@@ -19,6 +19,7 @@
 #include <string>
 
 #include "cli/args.h"
+#include "fallback_reason_text.h"
 #include "kernel_clock.h"
 #include "notify.h"
 #include "page_file.h"
@@ -109,19 +110,14 @@ void try_realtime_scheduling() {
   }
 }
 
-const char* mode_text(fallback_reason r) {
-  switch (r) {
-    case fallback_reason::none:
-      return "counter";
-    case fallback_reason::calibrating:
-      return "calibrating";
-    case fallback_reason::counter_jumped:
-      return "off: the counter jumped (recalibrating after 1 s)";
-    case fallback_reason::counter_rate_wrong:
-      return "off: the counter's rate disagrees with the kernel's (recalibrating after 1 s)";
-    default:
-      return "off";
+// The page's mode for the log: "counter", or why not (status.cc's phrases).
+std::string mode_text(fallback_reason r) {
+  if (r == fallback_reason::none) return "counter";
+  std::string text = fallback_reason_text(r);
+  if (r == fallback_reason::counter_jumped || r == fallback_reason::counter_rate_wrong) {
+    text += " (recalibrating after 1 s)";
   }
+  return text;
 }
 
 struct options {
@@ -171,7 +167,7 @@ int run(const options& o) {
     loop.run_once(nullptr);
     const auto mode = static_cast<fallback_reason>(detail::load_relaxed(wp.p->mode_reason));
     if (mode != last_mode) {
-      log("mode: %s", mode_text(mode));
+      log("mode: %s", mode_text(mode).c_str());
       last_mode = mode;
     }
     if (!ready && (mode == fallback_reason::none || verdict.reason != fallback_reason::none)) {

@@ -1,10 +1,11 @@
 // Boot id and counter identity for the page header.
 #include "page_identity.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstring>
+
+#include "small_file.h"
 
 #if defined(__x86_64__)
 #  include <cpuid.h>
@@ -80,13 +81,9 @@ bool parse_boot_id(const char* text, std::uint32_t length, std::uint8_t out[16])
 
 machine_identity read_machine_identity() noexcept {
   machine_identity id;
-  const int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char text[64];
-    const ssize_t n = read(fd, text, sizeof(text));
-    close(fd);
-    id.have_boot_id = n > 0 && parse_boot_id(text, static_cast<std::uint32_t>(n), id.boot_id);
-  }
+  char text[64];
+  const std::size_t n = read_small_file("/proc/sys/kernel/random/boot_id", text, sizeof(text));
+  id.have_boot_id = parse_boot_id(text, static_cast<std::uint32_t>(n), id.boot_id);
   read_counter_identity(id);
   return id;
 }

@@ -8,6 +8,8 @@
 
 #include <cstring>
 
+#include "small_file.h"
+
 namespace vclock {
 namespace {
 
@@ -49,12 +51,9 @@ bool read_long(const char*& p, const char* end, long long& value) noexcept {
 // Whether this process lives in a kernel time namespace that moves the
 // clocks the page serves. Kernels without time namespaces have no such file.
 bool in_offset_time_namespace() noexcept {
-  const int fd = open("/proc/self/timens_offsets", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
   char text[256];
-  const ssize_t n = read(fd, text, sizeof(text));
-  close(fd);
-  return n > 0 && time_namespace_offsets_clocks(text, static_cast<std::size_t>(n));
+  const std::size_t n = read_small_file("/proc/self/timens_offsets", text, sizeof(text));
+  return time_namespace_offsets_clocks(text, n);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "fallback_reason_text.h"
 #include "kernel_clock.h"
 #include "ordering.h"
 #include "runtime.h"
@@ -15,37 +16,8 @@
 #include "vclock/vclock.h"
 
 namespace vclock {
-namespace {
 
-const char* reason_text(fallback_reason r) {
-  switch (r) {
-    case fallback_reason::none:
-      return "";
-    case fallback_reason::not_started:
-      return "not started";
-    case fallback_reason::calibrating:
-      return "calibrating";
-    case fallback_reason::disabled:
-      return "disabled";
-    case fallback_reason::no_invariant_tsc:
-      return "no invariant TSC";
-    case fallback_reason::kernel_distrusts_counter:
-      return "kernel distrusts the counter";
-    case fallback_reason::counter_jumped:
-      return "counter jumped";
-    case fallback_reason::counter_rate_wrong:
-      return "counter rate disagrees with the kernel";
-    case fallback_reason::unsupported_arch:
-      return "unsupported architecture";
-    case fallback_reason::timekeeper_failed:
-      return "timekeeper thread could not start";
-    case fallback_reason::counter_too_slow:
-      return "counter slower than 1 GHz (fixed shift 32)";
-    case fallback_reason::daemon_stopped:
-      return "vclockd stopped";
-  }
-  return "unknown";
-}
+namespace {
 
 // vclock minus kernel for `clock`: the vclock read between two kernel reads,
 // against their midpoint; the narrowest of 64 brackets.
@@ -111,7 +83,7 @@ status_snapshot read_status(int wait_ms) {
   s.has_vdso = kernel::has_vdso();
   const auto reason = static_cast<fallback_reason>(detail::load_relaxed(p.mode_reason));
   s.counter_mode = reason == fallback_reason::none && detail::load(p.hot.max_delta) != 0;
-  s.reason = reason_text(reason);
+  s.reason = fallback_reason_text(reason);
   // From the page, which the in-process timekeeper and vclockd both keep.
   s.tick_ns = detail::load_relaxed(p.tick_ns);
   s.counter_hz = static_cast<double>(detail::load_relaxed(p.counter_hz));

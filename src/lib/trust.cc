@@ -1,13 +1,11 @@
 // The counter trust decision; see trust.h for the reasoning.
 #include "trust.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "small_file.h"
 #include "vclock/detail/arch.h"
 
 #if defined(__x86_64__)
@@ -17,15 +15,9 @@
 namespace vclock {
 namespace {
 
-// The first line of a small /sys file into `out` (empty if unreadable):
-// open/read into a fixed buffer, nothing allocated.
+// The first line of a small /sys file into `out` (empty if unreadable).
 void read_first_line(const char* path, char* out, std::size_t size) noexcept {
-  out[0] = '\0';
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  const ssize_t n = read(fd, out, size - 1);
-  close(fd);
-  std::size_t len = n > 0 ? static_cast<std::size_t>(n) : 0;
+  std::size_t len = read_small_file(path, out, size - 1);
   while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' ')) --len;
   out[len] = '\0';
 }

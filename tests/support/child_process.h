@@ -4,6 +4,7 @@
 #ifndef VCLOCK_TESTS_SUPPORT_CHILD_PROCESS_H_
 #define VCLOCK_TESTS_SUPPORT_CHILD_PROCESS_H_
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -33,24 +35,47 @@ inline int wait_with_watchdog(pid_t pid, std::chrono::seconds timeout) {
   return status;
 }
 
+// argv and envp for execve, owning their strings: `env` goes in front of this
+// process's environment (the first definition of a name wins).
+class exec_args {
+ public:
+  exec_args(std::vector<std::string> argv, std::vector<std::string> env)
+      : argv_(std::move(argv)), env_(std::move(env)) {
+    for (char** e = environ; *e != nullptr; ++e) env_.emplace_back(*e);
+    for (std::string& a : argv_) argv_pointers_.push_back(a.data());
+    argv_pointers_.push_back(nullptr);
+    for (std::string& e : env_) env_pointers_.push_back(e.data());
+    env_pointers_.push_back(nullptr);
+  }
+  exec_args(const exec_args&) = delete;
+  exec_args& operator=(const exec_args&) = delete;
+
+  // Forks and execs argv[0] (a path); in the child, `fd` (if >= 0) becomes
+  // `target` first. The child's pid, or -1.
+  pid_t spawn(int fd = -1, int target = -1) const {
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (fd >= 0) dup2(fd, target);
+      execve(argv_pointers_[0], argv_pointers_.data(), env_pointers_.data());
+      _exit(127);
+    }
+    return pid;
+  }
+
+ private:
+  std::vector<std::string> argv_;
+  std::vector<std::string> env_;
+  std::vector<char*> argv_pointers_;
+  std::vector<char*> env_pointers_;
+};
+
 // Runs this test binary again with --gtest_filter=`filter` and `env` in
 // front of the current environment. Returns the wait status, -1 on timeout.
 inline int run_child_test(const std::string& filter, const std::vector<std::string>& env,
                           std::chrono::seconds timeout) {
-  std::vector<std::string> strings = env;
-  for (char** e = environ; *e != nullptr; ++e) strings.emplace_back(*e);
-  std::vector<char*> envp;
-  for (std::string& s : strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string self = "/proc/self/exe";
-  std::string filter_arg = "--gtest_filter=" + filter;
-  char* argv[] = {self.data(), filter_arg.data(), nullptr};
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execve(self.c_str(), argv, envp.data());
-    _exit(127);
-  }
+  const exec_args args({"/proc/self/exe", "--gtest_filter=" + filter}, env);
+  const pid_t pid = args.spawn();
   if (pid < 0) return -1;
   return wait_with_watchdog(pid, timeout);
 }
@@ -68,26 +93,8 @@ inline program_result run_program(const std::vector<std::string>& argv,
                                   const std::vector<std::string>& env = {}) {
   program_result result;
   int fds[2];
-  if (pipe(fds) != 0) return result;
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (std::string& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  // `env` in front of this process's environment: the first definition wins.
-  std::vector<std::string> env_strings = env;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  std::vector<char*> envp;
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    execve(cargv[0], cargv.data(), envp.data());
-    _exit(127);
-  }
+  if (pipe2(fds, O_CLOEXEC) != 0) return result;
+  const pid_t pid = exec_args(argv, env).spawn(fds[1], STDOUT_FILENO);
   close(fds[1]);
   if (pid < 0) {
     close(fds[0]);

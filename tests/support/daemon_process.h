@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "support/child_process.h"
 
 namespace vclock::test {
 
@@ -67,23 +67,12 @@ class daemon_process {
       std::perror("bind notify socket");
     }
     stderr_path_ = work_dir + "/vclockd.stderr." + std::to_string(counter()++);
-    std::vector<std::string> argv_strings{program};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<std::string> argv{program};
+    argv.insert(argv.end(), args.begin(), args.end());
     env.push_back("NOTIFY_SOCKET=" + notify_path_);
-    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-    std::vector<char*> argv, envp;
-    for (std::string& a : argv_strings) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (std::string& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::fflush(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (err >= 0) dup2(err, STDERR_FILENO);
-      execve(argv[0], argv.data(), envp.data());
-      _exit(127);
-    }
+    const int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    pid_ = exec_args(std::move(argv), std::move(env)).spawn(err, STDERR_FILENO);
+    if (err >= 0) close(err);
   }
 
   ~daemon_process() {
@@ -116,7 +105,7 @@ class daemon_process {
   }
 
   bool has_exited() {
-    if (exited_) return true;
+    if (exited_ || pid_ <= 0) return true;  // never started: nothing to wait for
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       exited_ = true;
@@ -127,6 +116,7 @@ class daemon_process {
 
   // Waits until the process stops itself (SIGSTOP); false on timeout or exit.
   bool wait_until_stopped(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0) return false;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;
@@ -145,6 +135,7 @@ class daemon_process {
   // Sends `signo` and waits for the exit; the wait status, or -1 if it had to
   // be killed after `timeout`.
   int stop(int signo = SIGTERM, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    if (pid_ <= 0) return -1;  // fork failed: never signal pid -1 (every process)
     if (exited_) return status_;
     kill(pid_, signo);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
