@@ -274,6 +274,7 @@ TEST(Api, EveryOrderingVariantServesEveryClock) {
     ASSERT_NE(ep.gettime_ns, nullptr);
     ASSERT_NE(ep.gettime, nullptr);
     ASSERT_NE(ep.gettimeofday, nullptr);
+    ASSERT_NE(ep.gettime_or_efault, nullptr);
     for (const page_clock& c : fine_clocks) {
       std::int64_t last = INT64_MIN;
       for (int i = 0; i < 5000; ++i) {
@@ -281,7 +282,11 @@ TEST(Api, EveryOrderingVariantServesEveryClock) {
         const std::int64_t v = ep.gettime_ns(c.id);
         timespec ts{};
         ASSERT_EQ(ep.gettime(c.id, &ts), 0) << c.name;
+        timespec checked{};
+        ASSERT_EQ(ep.gettime_or_efault(c.id, &checked), 0) << c.name;
         const std::int64_t k2 = kernel_ns(c.id);
+        ASSERT_GE(to_ns(checked), to_ns(ts) - (c.steady ? 0 : tolerance_ns)) << c.name;
+        ASSERT_LE(to_ns(checked), k2 + tolerance_ns) << c.name;
         ASSERT_GE(ts.tv_nsec, 0) << c.name;
         ASSERT_LT(ts.tv_nsec, ns_per_s) << c.name;
         const std::int64_t t = to_ns(ts);
@@ -313,6 +318,16 @@ TEST(Api, EveryOrderingVariantServesEveryClock) {
       errno = 0;
       EXPECT_EQ(ep.gettime(id, &ts), -1) << id;
       EXPECT_EQ(errno, EINVAL) << id;
+      errno = 0;
+      EXPECT_EQ(ep.gettime_or_efault(id, &ts), -1) << id;
+      EXPECT_EQ(errno, EINVAL) << id;
+    }
+    // A null timespec: the system call's answer, EFAULT for a clock it knows and EINVAL
+    // for one it does not (it checks the id first).
+    for (const clockid_t id : {CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_TAI, 12345}) {
+      errno = 0;
+      EXPECT_EQ(ep.gettime_or_efault(id, nullptr), -1) << id;
+      EXPECT_EQ(errno, id == 12345 ? EINVAL : EFAULT) << id;
     }
     const std::int64_t k1 = kernel_ns(CLOCK_REALTIME);
     timeval tv{};

@@ -3,6 +3,7 @@
 // line on stderr, every --json output is valid JSON, and a 2-second warp
 // run finds no warp on an ordered clock. No timing assertions.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 
 #include "cli/args.h"
 #include "cli/json.h"
+#include "cli/run.h"
 #include "gtest/gtest.h"
 
 namespace {
@@ -401,7 +403,12 @@ TEST(Cli, BadUsageExitsTwoWithOneLineOnStderr) {
       {"warp", "--clock", "sundial"},
       {"warp", "stray"},
       {"status", "--verbose"},
+      {"status", "--pid", "me"},
       {"help", "nope"},
+      {"run"},
+      {"run", "--"},
+      {"run", "--shim"},
+      {"run", "--offset", "1s", "--", "true"},  // time options: the virtual-time issue
   };
   for (const auto& args : cases) {
     const cli_result r = run_cli(args);
@@ -512,3 +519,83 @@ TEST(Cli, WarpFindsNoWarpOnOrderedClocks) {
 }
 
 }  // namespace
+
+// ---- vclock run and status --pid ------------------------------------------------------------
+
+TEST(CliRun, PreloadPutsTheShimFirstAfterSanitizersWithoutDuplicates) {
+  using vclock::cli::preload_with_shim;
+  EXPECT_EQ(preload_with_shim("/s.so", nullptr), "/s.so");
+  EXPECT_EQ(preload_with_shim("/s.so", ""), "/s.so");
+  EXPECT_EQ(preload_with_shim("/s.so", "/a.so /b.so"), "/s.so:/a.so:/b.so");
+  EXPECT_EQ(preload_with_shim("/s.so", "/a.so:/s.so::/b.so"), "/s.so:/a.so:/b.so");
+  EXPECT_EQ(preload_with_shim("/s.so", "/j/libjemalloc.so.2 /l/libasan.so.8"),
+            "/l/libasan.so.8:/s.so:/j/libjemalloc.so.2");
+}
+
+#if defined(VCLOCK_SHIM_PATH)
+constexpr bool have_shim = true;
+#else
+constexpr bool have_shim = false;
+#  define VCLOCK_SHIM_PATH ""
+#endif
+
+TEST(CliRun, ExitStatusIsTheCommandsOrAShellsForAMissingOne) {
+  if (!have_cli() || !have_shim) GTEST_SKIP() << "no CLI or no shim in this build";
+  const std::string shim = VCLOCK_SHIM_PATH;
+  cli_result r = run_cli({"run", "--shim", shim, "--", "sh", "-c", "exit 7"});
+  EXPECT_EQ(r.status, 7) << r.err;
+  r = run_cli({"run", "--shim", shim, "sh", "-c", "echo \"$LD_PRELOAD\""});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(shim, 0), 0u) << "LD_PRELOAD: " << r.out;
+  r = run_cli({"run", "--shim", shim, "--", "/no/such/command"});
+  EXPECT_EQ(r.status, 127);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  r = run_cli({"run", "--shim", shim, "--", "/etc/passwd"});
+  EXPECT_EQ(r.status, 126);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  r = run_cli({"run", "--shim", "/no/such/shim.so", "--", "true"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  r = run_cli({"run", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("usage: vclock run"), std::string::npos);
+}
+
+// A command under `vclock run` (no vclockd here: a private one) maps that daemon's page
+// through the shim, and `vclock status --pid` says so from outside.
+TEST(CliStatus, PidShowsTheShimAndThePageOfARunningCommand) {
+  if (!have_cli() || !have_shim) GTEST_SKIP() << "no CLI or no shim in this build";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(VCLOCK_CLI_PATH, VCLOCK_CLI_PATH, "run", "--shim", VCLOCK_SHIM_PATH, "--", "sleep", "30",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // `vclock run` becomes sleep (same pid) once its private daemon is ready.
+  std::string exe;
+  for (int i = 0; i < 500 && exe.find("sleep") == std::string::npos; ++i) {
+    char buf[4096];
+    const ssize_t n = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), buf, sizeof(buf));
+    exe = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
+    usleep(10'000);
+  }
+  const cli_result r = run_cli({"status", "--pid", std::to_string(pid), "--json"});
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_NE(exe.find("sleep"), std::string::npos) << "vclock run never became sleep";
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json_value v = parse_or_fail(r.out);
+  const json_value* shim = v.find("shim");
+  const json_value* page = v.find("page");
+  ASSERT_NE(shim, nullptr);
+  ASSERT_NE(page, nullptr);
+  EXPECT_EQ(shim->text, VCLOCK_SHIM_PATH);
+  EXPECT_NE(page->text.find("/vclock-run."), std::string::npos) << page->text;
+  const cli_result gone = run_cli({"status", "--pid", "4194304"});
+  EXPECT_EQ(gone.status, 1);
+  EXPECT_EQ(count_lines(gone.err), 1u) << gone.err;
+}

@@ -18,9 +18,9 @@ inline constexpr std::uint64_t page_magic =
 // minor grows when something is added in space that was reserved (zero) in
 // the previous minor: a reader of an older minor ignores it, a newer
 // reader checks abi_minor before using it. History: 1 offsets, 2 each
-// clock's base, 3 the header (shared page, vclockd).
+// clock's base, 3 the header (shared page, vclockd); 3.1 coarse_line.time_s.
 inline constexpr std::uint16_t page_abi_major = 3;
-inline constexpr std::uint16_t page_abi_minor = 0;
+inline constexpr std::uint16_t page_abi_minor = 1;
 inline constexpr std::uint32_t page_bytes = 4096;
 
 // Why the page cannot answer from the counter (page::mode_reason).
@@ -135,11 +135,14 @@ struct alignas(64) clock_line {
 };
 
 // coarse_line: the coarse clocks, precomputed at every publish so that a
-// coarse read is a few loads: no counter, no multiply, no division (time(2)
-// is one load). Same seqlock protocol as clock_line. The values equal the
-// hot line's bases (mono_ns and realtime_ns) at the same
-// publish; `valid` is 0 while the page is off, and readers then take the
-// careful path.
+// coarse read is a few loads: no counter, no multiply, no division. Same
+// seqlock protocol as clock_line. The values equal the hot line's bases
+// (mono_ns and realtime_ns) at the same publish; `valid` is 0 while the
+// page is off, and readers then take the careful path.
+//   time_s   (ABI 3.1) realtime_sec while the line is valid, else 0: time(2)
+//            as one load and no seqlock (one aligned word cannot tear), as
+//            the vDSO's time() is. A reader takes the careful path when it
+//            is not positive, so a 3.0 page (0 here) is still read right.
 struct alignas(64) coarse_line {
   std::uint32_t seq;
   std::uint32_t valid;
@@ -149,7 +152,7 @@ struct alignas(64) coarse_line {
   std::int64_t mono_nsec;
   std::int64_t realtime_sec;
   std::int64_t realtime_nsec;
-  std::int64_t reserved;
+  std::int64_t time_s;
 };
 
 // The page: one 4 KiB page, lines in the order a reader needs them.

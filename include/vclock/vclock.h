@@ -18,10 +18,14 @@ extern "C" {
 #  define VCLOCK_NOEXCEPT
 #endif
 
-#if defined(__GNUC__)
-#  define VCLOCK_API __attribute__((visibility("default")))
-#else
-#  define VCLOCK_API
+/* A build may define VCLOCK_API itself (the LD_PRELOAD shim compiles the
+ * library in with every symbol hidden). */
+#if !defined(VCLOCK_API)
+#  if defined(__GNUC__)
+#    define VCLOCK_API __attribute__((visibility("default")))
+#  else
+#    define VCLOCK_API
+#  endif
 #endif
 
 /* clock_gettime(2): 0, or -1 with errno (EINVAL for an unknown clock,

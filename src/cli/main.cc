@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "bench.h"
+#include "run.h"
 #include "status_command.h"
 #include "track.h"
 #include "warp.h"
@@ -26,6 +27,7 @@ constexpr command commands[] = {
      run_bench},
     {"warp", "time-warp test: do readings on different CPUs ever go backwards?", run_warp},
     {"track", "vclock against the kernel over time: error per interval", run_track},
+    {"run", "run a command with its clock reads served by vclock (the LD_PRELOAD shim)", run_run},
 };
 
 void print_usage() {
@@ -39,7 +41,7 @@ void print_usage() {
   }
   text +=
       "  help    this text; 'vclock help <command>' for a command's options\n\n"
-      "exit status: 0 success, 1 a check failed, 2 bad usage\n";
+      "exit status: 0 success, 1 a check failed, 2 bad usage ('vclock run': the command's)\n";
   std::fputs(text.c_str(), stdout);
 }
 

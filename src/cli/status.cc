@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "json.h"
+#include "process_status.h"
 #include "status_command.h"
 
 namespace vclock::cli {
@@ -91,18 +92,30 @@ void print_json(const status_snapshot& s) {
 
 int run_status(std::span<char* const> args) {
   bool json = false;
+  std::int64_t pid = 0;
   option_parser parser("status");
   parser.add_flag("--json", &json, "print one JSON object instead of a table");
+  parser.add_int("pid", "P", 1, 4'194'304, &pid,
+                 "another process: has it the shim or the library, which page does it read");
   if (!parser.parse(args)) {
     return usage_error("status", parser.error());
   }
   if (parser.help_requested()) {
     std::printf(
-        "usage: vclock status [--json]\n\n"
+        "usage: vclock status [--json] [--pid P]\n\n"
         "Starts the timekeeper, waits for calibration (up to %d ms) and prints its\n"
         "state: mode, counter frequency, ordering instruction, age of the last\n"
         "update and the measured offset to the kernel's clocks.\n\n%s",
         calibration_wait_ms, parser.options_help().c_str());
+    return exit_ok;
+  }
+  if (pid != 0) {
+    const process_clock_status p = inspect_process(static_cast<pid_t>(pid));
+    if (!p.error.empty()) {
+      std::fprintf(stderr, "vclock: status: %s\n", p.error.c_str());
+      return exit_check_failed;
+    }
+    print_process_status(static_cast<pid_t>(pid), p, json);
     return exit_ok;
   }
   const status_snapshot s = read_status(calibration_wait_ms);

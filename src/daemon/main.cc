@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -125,7 +126,25 @@ struct options {
   std::int64_t tick_us = 4000;
   std::string bound_source = "kernel";
   bool realtime = true;
+  // A private daemon (`vclock run` starts one when no vclockd serves the
+  // machine): stop when this process exits, and remove the page and its
+  // directory on the way out.
+  std::int64_t exit_with_pid = 0;
+  bool remove_on_exit = false;
 };
+
+// A pidfd that becomes readable when `pid` exits; -1 if it already has.
+int open_pidfd(std::int64_t pid) {
+  return static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+}
+
+// The page, then its directory if that is now empty: what --remove-on-exit
+// cleans up (a private daemon's temporary directory).
+void remove_page_and_directory(const std::string& page) {
+  if (unlink(page.c_str()) != 0) return;
+  const std::size_t slash = page.rfind('/');
+  if (slash != std::string::npos && slash > 0) rmdir(page.substr(0, slash).c_str());
+}
 
 int usage(const std::string& message) {
   std::fprintf(stderr, "vclockd: %s\n", message.c_str());
@@ -133,6 +152,15 @@ int usage(const std::string& message) {
 }
 
 int run(const options& o) {
+  int pidfd = -1;
+  if (o.exit_with_pid != 0) {
+    pidfd = open_pidfd(o.exit_with_pid);
+    if (pidfd < 0) {
+      log("--exit-with-pid %lld: %s", static_cast<long long>(o.exit_with_pid),
+          std::strerror(errno));
+      return 1;
+    }
+  }
   const machine_identity me = read_machine_identity();
   const trust_verdict verdict = decide_trust();
   writable_page wp;
@@ -177,11 +205,19 @@ int run(const options& o) {
       }
       if (!notify_service_manager("READY=1")) log("cannot notify $NOTIFY_SOCKET");
     }
-    loop.wait(&waiting);
+    if (loop.wait(&waiting, pidfd)) {
+      log("process %lld exited", static_cast<long long>(o.exit_with_pid));
+      break;
+    }
   }
   notify_service_manager("STOPPING=1");
   tk.disable(fallback_reason::daemon_stopped);
-  log("stopped by %s; page turned off", strsignal(stop_signal.load()));
+  if (stop_signal.load() != 0) {
+    log("stopped by %s; page turned off", strsignal(stop_signal.load()));
+  } else {
+    log("page turned off");
+  }
+  if (o.remove_on_exit) remove_page_and_directory(o.page);
   return 0;
 }
 
@@ -200,6 +236,10 @@ int main(int argc, char** argv) {
                     "where the error bound comes from (only kernel so far)");
   parser.add_choice("realtime", {"auto", "off"}, &realtime,
                     "try SCHED_FIFO (auto, the default) or not (off)");
+  parser.add_int("exit-with-pid", "PID", 1, 4'194'304, &o.exit_with_pid,
+                 "stop when process PID exits (a private daemon: vclock run)");
+  parser.add_flag("remove-on-exit", &o.remove_on_exit,
+                  "remove the page, and its directory if empty, when stopping");
   if (!parser.parse(std::span<char* const>(argv + 1, argv + argc))) {
     return vclock::daemon::usage(parser.error());
   }

@@ -6,6 +6,8 @@
 // nothing per call. The reader is inlined into each variant (the seeds'
 // "inline do_hres"); only the careful path is out of line and cold.
 #include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 
@@ -168,6 +170,22 @@ int gettime(clockid_t clock, timespec* ts) noexcept {
   return gettime_other<O>(clock, ts);
 }
 
+// A null timespec goes to the system call itself (never the vDSO, which
+// would store through it): EFAULT for a clock it knows, EINVAL otherwise.
+[[gnu::cold, gnu::noinline]] int gettime_null(clockid_t clock) noexcept {
+  return static_cast<int>(syscall(SYS_clock_gettime, clock, nullptr));
+}
+
+// The shim's clock_gettime (src/shim): the same dispatch behind one test of
+// `ts`, so that a null pointer gets the system call's error, not a crash.
+template <counter_ordering O>
+int gettime_or_efault(clockid_t clock, timespec* ts) noexcept {
+  if (ts == nullptr) [[unlikely]] {
+    return gettime_null(clock);
+  }
+  return gettime<O>(clock, ts);
+}
+
 [[gnu::always_inline]] inline void to_timeval(const timespec& ts, timeval* tv) noexcept {
   tv->tv_sec = ts.tv_sec;
   tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
@@ -219,14 +237,14 @@ __attribute__((no_sanitize("address", "thread", "undefined"), no_stack_protector
 entry_points_for(arch::counter_ordering ordering) noexcept {
   switch (ordering) {
     case counter_ordering::none:
-      return {nullptr, nullptr, nullptr};  // vclock_gettime*_relaxed are exported as they are
+      return {nullptr, nullptr, nullptr, nullptr};  // the relaxed entry points are plain
 #if defined(__x86_64__)
     case counter_ordering::mfence:
       return {gettime_ns<counter_ordering::mfence>, gettime<counter_ordering::mfence>,
-              gettimeofday<counter_ordering::mfence>};
+              gettimeofday<counter_ordering::mfence>, gettime_or_efault<counter_ordering::mfence>};
     case counter_ordering::rdtscp:
       return {gettime_ns<counter_ordering::rdtscp>, gettime<counter_ordering::rdtscp>,
-              gettimeofday<counter_ordering::rdtscp>};
+              gettimeofday<counter_ordering::rdtscp>, gettime_or_efault<counter_ordering::rdtscp>};
     case counter_ordering::lfence:
       break;
 #else
@@ -236,10 +254,10 @@ entry_points_for(arch::counter_ordering ordering) noexcept {
   }
 #if defined(__x86_64__)
   return {gettime_ns<counter_ordering::lfence>, gettime<counter_ordering::lfence>,
-          gettimeofday<counter_ordering::lfence>};
+          gettimeofday<counter_ordering::lfence>, gettime_or_efault<counter_ordering::lfence>};
 #else
   return {gettime_ns<counter_ordering::ordered>, gettime<counter_ordering::ordered>,
-          gettimeofday<counter_ordering::ordered>};
+          gettimeofday<counter_ordering::ordered>, gettime_or_efault<counter_ordering::ordered>};
 #endif
 }
 
@@ -318,8 +336,11 @@ VCLOCK_API int vclock_getres(clockid_t clock, timespec* res) noexcept {
 
 VCLOCK_API time_t vclock_time(time_t* t) noexcept {
   // time(2) is the kernel's coarse REALTIME seconds; so is this: one load.
-  const auto s = static_cast<time_t>(
-      d::coarse<vclock::detail::clock_kind::realtime_coarse, vclock::detail::as_seconds>());
+  std::int64_t seconds;
+  if (!d::try_read_time(d::the_page, seconds)) [[unlikely]] {
+    seconds = d::coarse<d::clock_kind::realtime_coarse, d::as_seconds>();
+  }
+  const auto s = static_cast<time_t>(seconds);
   if (t != nullptr) {
     *t = s;
   }

@@ -20,6 +20,9 @@ struct entry_points {
   std::int64_t (*gettime_ns)(clockid_t) noexcept;
   int (*gettime)(clockid_t, timespec*) noexcept;
   int (*gettimeofday)(timeval*, void*) noexcept;
+  // gettime, but a null `ts` gets the system call's error (EFAULT, or
+  // EINVAL for an unknown id) rather than a crash: the shim's clock_gettime.
+  int (*gettime_or_efault)(clockid_t, timespec*) noexcept;
 };
 
 // The set for an ordered `ordering`; all null for counter_ordering::none

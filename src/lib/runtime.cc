@@ -194,7 +194,17 @@ bool attach_to_daemon(const machine_identity& identity) noexcept {
 // placement new, pthread_atfork and the thread itself. A call that comes
 // before this (from another library's constructor, or a handler during
 // start-up) finds the page off and asks the kernel.
-[[gnu::constructor]] void start_at_load() noexcept {
+//
+// Built into the LD_PRELOAD shim (VCLOCK_SHIM_BUILD), it never starts a
+// thread: a thread that a program did not make can break it (glibc applies
+// setresuid and setresgid to every thread and aborts when one fails, as it
+// does in setpriv, which changes its own thread's capabilities between the
+// two). Without a daemon's page, the shim's page stays off and its calls go
+// to the kernel; `vclock run` starts a private vclockd when none runs.
+//
+// A priority, so that it runs before the constructors that have none: the
+// shim's chooses its entry points from what this one found.
+[[gnu::constructor(200)]] void start_at_load() noexcept {
   pthread_mutex_lock(&timekeeper_lock);
   verdict = decide_trust();
   const machine_identity identity = read_machine_identity();
@@ -203,6 +213,11 @@ bool attach_to_daemon(const machine_identity& identity) noexcept {
     pthread_mutex_unlock(&timekeeper_lock);
     return;
   }
+#if defined(VCLOCK_SHIM_BUILD)
+  write_header(the_page.header, identity, 0);  // and the page stays off: the kernel answers
+  pthread_mutex_unlock(&timekeeper_lock);
+  return;
+#endif
   write_header(the_page.header, identity, 0);
   auto* sources = new (sources_storage) system_sources();
   auto* tk = new (timekeeper_storage) timekeeper(the_page, *sources, config_from_environment());

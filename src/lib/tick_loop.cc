@@ -27,15 +27,11 @@ int open_clock_was_set_fd() noexcept {
   return fd;
 }
 
-// True if the clock was set since the last call (and re-arms).
-bool clock_was_set(int& fd) noexcept {
+// True if the clock was set since the timerfd was armed. It then stays
+// cancelled until re-armed.
+bool clock_was_set(int fd) noexcept {
   std::uint64_t expirations = 0;
-  if (read(fd, &expirations, sizeof(expirations)) < 0 && errno == ECANCELED) {
-    close(fd);
-    fd = open_clock_was_set_fd();
-    return true;
-  }
-  return false;
+  return read(fd, &expirations, sizeof(expirations)) < 0 && errno == ECANCELED;
 }
 
 }  // namespace
@@ -51,7 +47,13 @@ bool tick_loop::run_once(pthread_mutex_t* lock) noexcept {
   if (lock != nullptr) pthread_mutex_lock(lock);
   const bool was_set = fd_ >= 0 && clock_was_set(fd_);
   if (was_set) {
-    tk_.clock_was_set();  // re-measures the offsets and publishes at once
+    // The step first: readers show the old REALTIME until it is published.
+    // Then re-arm (three system calls), and look once more for a step made
+    // between the wake-up and the re-arm, which would not wake us again.
+    tk_.clock_was_set();
+    close(fd_);
+    fd_ = open_clock_was_set_fd();
+    tk_.clock_was_set();
   } else {
     tk_.tick();
   }
@@ -59,15 +61,16 @@ bool tick_loop::run_once(pthread_mutex_t* lock) noexcept {
   return was_set;
 }
 
-void tick_loop::wait(const sigset_t* sigmask) noexcept {
+bool tick_loop::wait(const sigset_t* sigmask, int watch_fd) noexcept {
   const std::int64_t tick_ns = tk_.config().tick_ns;
   const std::int64_t now = kernel::now_ns(CLOCK_MONOTONIC);
   next_ += tick_ns;
   if (next_ < now) next_ = now + tick_ns;  // overslept: don't try to catch up
   const std::int64_t wait_ns = next_ - now;
   const timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
-  pollfd pfd{fd_, POLLIN, 0};
-  ppoll(&pfd, fd_ >= 0 ? 1 : 0, &timeout, sigmask);
+  pollfd fds[2] = {{fd_, POLLIN, 0}, {watch_fd, POLLIN, 0}};  // a negative fd is skipped
+  if (ppoll(fds, 2, &timeout, sigmask) <= 0) return false;
+  return watch_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
 }  // namespace vclock

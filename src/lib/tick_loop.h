@@ -26,8 +26,10 @@ class tick_loop {
   bool run_once(pthread_mutex_t* lock) noexcept;
 
   // Sleeps until the next period or a clock-was-set event. `sigmask` is
-  // ppoll's: a signal it leaves unblocked ends the wait early.
-  void wait(const sigset_t* sigmask) noexcept;
+  // ppoll's: a signal it leaves unblocked ends the wait early. With
+  // `watch_fd` (>= 0), true if that descriptor became readable (vclockd's
+  // pidfd of the process it serves alone).
+  bool wait(const sigset_t* sigmask, int watch_fd = -1) noexcept;
 
  private:
   timekeeper& tk_;

@@ -242,11 +242,31 @@ void timekeeper::tick() noexcept {
   }
 }
 
-// Mirrors the step now rather than a tick later: REALTIME must agree with
-// the kernel within 1 ms of a step.
+// Mirrors the step now rather than a tick later, doing as little as
+// possible between the kernel's wake-up and the publish (readers return the
+// old REALTIME until then): one narrow offset measurement, and a publish
+// with the rates in use. No counter samples, no discipline: the next tick
+// does those, and confirms the offset with a careful measurement. A resume
+// (BOOTTIME moved) or a leap second (TAI-UTC moved), rare and subtle, take
+// the full path at once.
 void timekeeper::clock_was_set() noexcept {
   recheck_offsets_ = true;
-  tick();
+  if (state_ != state::running || !have_last_) {
+    tick();
+    return;
+  }
+  const offsets measured = measure_offsets(3);
+  const std::int64_t noise = measured.width_ns + step_threshold_ns;
+  if (measured.boottime - offsets_.boottime > noise || measured.tai_s != offsets_.tai_s) {
+    tick();
+    return;
+  }
+  if (std::llabs(measured.realtime - offsets_.realtime) <= noise) {
+    return;  // set to (about) the time it had: nothing to mirror
+  }
+  offsets_.realtime = measured.realtime;
+  offsets_.width_ns = measured.width_ns;
+  publish(false);
 }
 
 void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept {
@@ -706,6 +726,9 @@ void timekeeper::write_coarse(const clock_line& l, bool valid) noexcept {
   store(c.mono_nsec, l.mono_ns % detail::ns_per_s);
   store(c.realtime_sec, realtime / detail::ns_per_s);
   store(c.realtime_nsec, realtime % detail::ns_per_s);
+  // time(2)'s word: 0 sends time() to the careful path (off, or a REALTIME
+  // before 1970 that the plain seconds would get wrong).
+  store(c.time_s, valid && realtime >= detail::ns_per_s ? realtime / detail::ns_per_s : 0);
   detail::write_end(c.seq, seq);
 }
 

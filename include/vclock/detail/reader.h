@@ -252,6 +252,14 @@ struct as_seconds {
   }
 };
 
+// time(2): the one word the writer keeps for it (page.h, coarse_line's
+// time_s), no seqlock; false (go to the careful path of REALTIME_COARSE)
+// when the line is off.
+[[gnu::always_inline]] inline bool try_read_time(const page& p, std::int64_t& out) noexcept {
+  out = load(p.coarse.time_s);
+  return out > 0;
+}
+
 // A few loads between two seq loads; false (go to the careful path of the
 // same clock) when the line is off, being written, or changed meanwhile.
 // Straight-line like try_read_fast(): the retry is the careful path's.

@@ -1,0 +1,193 @@
+// `vclock run`: the shim's front door.
+//
+// Where the shim is: --shim PATH, else $VCLOCK_SHIM, else next to this
+// program's install (VCLOCK_SHIM_FROM_BINDIR: the library directory
+// relative to the binary directory, from CMake), else beside this binary
+// (a build tree). The path must be absolute and free of the characters
+// that separate LD_PRELOAD's entries.
+#include "run.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "args.h"
+#include "lib/runtime.h"
+#include "private_daemon.h"
+
+#ifndef VCLOCK_SHIM_FROM_BINDIR
+#  define VCLOCK_SHIM_FROM_BINDIR "../lib"
+#endif
+
+namespace vclock::cli {
+namespace {
+
+constexpr const char* shim_name = "libvclock_preload.so";
+constexpr int exit_no_shim = 1;
+constexpr int exit_not_executable = 126;
+constexpr int exit_not_found = 127;
+// A private daemon's calibration takes a few ticks (20-50 ms); past this,
+// the command starts anyway (its calls go to the kernel until the page is
+// calibrated, if it comes up at all).
+constexpr int private_ready_ms = 2000;
+
+std::string own_directory() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return "";
+  path[n] = '\0';
+  const char* slash = std::strrchr(path, '/');
+  return slash == nullptr ? "" : std::string(path, static_cast<std::size_t>(slash - path));
+}
+
+bool is_readable_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+}  // namespace
+
+std::string find_shim(const std::string& requested, std::string& why) {
+  std::vector<std::string> candidates;
+  if (!requested.empty()) {
+    candidates.push_back(requested);
+  } else if (const char* env = std::getenv("VCLOCK_SHIM"); env != nullptr && env[0] != '\0') {
+    candidates.emplace_back(env);
+  } else {
+    const std::string dir = own_directory();
+    candidates.push_back(dir + "/" + VCLOCK_SHIM_FROM_BINDIR + "/" + shim_name);
+    candidates.push_back(dir + "/" + shim_name);
+  }
+  for (const std::string& c : candidates) {
+    if (!is_readable_file(c)) continue;
+    char resolved[PATH_MAX];
+    if (realpath(c.c_str(), resolved) == nullptr) continue;
+    const std::string path = resolved;
+    if (path.find_first_of(" :\t\n") != std::string::npos) {
+      why = "the shim's path '" + path + "' has a space or ':' (LD_PRELOAD cannot hold it)";
+      return "";
+    }
+    return path;
+  }
+  why = "cannot find " + std::string(shim_name) + " (looked at '" + candidates.front() + "'" +
+        (candidates.size() > 1 ? " and '" + candidates.back() + "'" : "") +
+        "; use --shim PATH or VCLOCK_SHIM)";
+  return "";
+}
+
+namespace {
+
+void print_help() {
+  std::printf(
+      "usage: vclock run [--shim PATH] [--] CMD [ARGS...]\n\n"
+      "Runs CMD with libvclock_preload.so preloaded (added before any LD_PRELOAD): its\n"
+      "clock_gettime, gettimeofday, time, timespec_get, clock_getres and ftime are vclock's.\n"
+      "The exit status is CMD's; 127 if CMD is not found, 126 if it cannot run.\n\n"
+      "options:\n"
+      "  --shim PATH  the shim to preload (default: $VCLOCK_SHIM, else the installed one)\n"
+      "  --help       this text\n\n"
+      "Time options (offsets, rate, freeze) arrive with virtual time; until then any\n"
+      "other option is an error.\n");
+}
+
+}  // namespace
+
+std::string preload_with_shim(const std::string& shim, const char* existing) {
+  // A sanitizer's runtime must stay first (ASan refuses to start otherwise);
+  // the shim goes right after it, before everything else.
+  const auto is_sanitizer_runtime = [](std::string_view entry) {
+    const std::string_view base = entry.substr(entry.rfind('/') + 1);
+    return base.starts_with("libasan") || base.starts_with("libtsan") ||
+           base.starts_with("libclang_rt.");
+  };
+  std::string first, rest;
+  std::string_view remaining = existing != nullptr ? existing : "";
+  while (!remaining.empty()) {
+    const std::size_t end = remaining.find_first_of(" :");
+    const std::string_view entry = remaining.substr(0, end);
+    if (!entry.empty() && entry != shim) {
+      std::string& part = is_sanitizer_runtime(entry) ? first : rest;
+      part += entry;
+      part += ':';
+    }
+    if (end == std::string_view::npos) break;
+    remaining.remove_prefix(end + 1);
+  }
+  std::string result = first + shim;
+  if (!rest.empty()) result += ':' + rest.substr(0, rest.size() - 1);
+  return result;
+}
+
+int run_run(std::span<char* const> args) {
+  std::string shim_option;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "--help" || a == "-h") {
+      print_help();
+      return exit_ok;
+    }
+    if (a == "--shim" || a.starts_with("--shim=")) {
+      if (a == "--shim") {
+        if (i + 1 >= args.size()) return usage_error("run", "--shim needs a PATH");
+        shim_option = args[++i];
+      } else {
+        shim_option = std::string(a.substr(7));
+      }
+      if (shim_option.empty()) return usage_error("run", "--shim: empty path");
+      continue;
+    }
+    if (a.starts_with("-")) {
+      return usage_error(
+          "run", "unknown option '" + std::string(a) + "' (time options arrive with virtual time)");
+    }
+    break;  // the command
+  }
+  if (i >= args.size()) return usage_error("run", "missing command (vclock run -- CMD [ARGS...])");
+
+  std::string why;
+  const std::string shim = find_shim(shim_option, why);
+  if (shim.empty()) {
+    std::fprintf(stderr, "vclock run: %s\n", why.c_str());
+    return exit_no_shim;
+  }
+  // The page: VCLOCK_PAGE as given, else the machine's vclockd if this
+  // process attached to it, else a private vclockd for this command.
+  if (std::getenv("VCLOCK_PAGE") == nullptr &&
+      detail::current_source() != detail::page_source::shared) {
+    const private_daemon d =
+        start_private_daemon(own_directory() + "/vclockd", getpid(), private_ready_ms);
+    if (d.page.empty()) {
+      std::fprintf(
+          stderr,
+          "vclock run: no vclockd serves this machine and %s: %s reads the kernel's clocks\n",
+          d.error.c_str(), args[i]);
+      setenv("VCLOCK_PAGE", "off", 1);
+    } else {
+      setenv("VCLOCK_PAGE", d.page.c_str(), 1);
+    }
+  }
+  const std::string preload = preload_with_shim(shim, std::getenv("LD_PRELOAD"));
+  if (setenv("LD_PRELOAD", preload.c_str(), 1) != 0) {
+    std::fprintf(stderr, "vclock run: cannot set LD_PRELOAD: %s\n", std::strerror(errno));
+    return exit_no_shim;
+  }
+  std::fflush(nullptr);
+  std::vector<char*> argv(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  const int error = errno;
+  std::fprintf(stderr, "vclock run: %s: %s\n", argv[0],
+               error == ENOENT ? "command not found" : std::strerror(error));
+  return error == ENOENT ? exit_not_found : exit_not_executable;
+}
+
+}  // namespace vclock::cli

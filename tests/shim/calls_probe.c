@@ -1,0 +1,125 @@
+// One interposed libc call at a time, for run.sh: `calls_probe FUNC` calls FUNC for ~300 ms,
+// long enough for an in-process timekeeper to calibrate and serve, so that the shim's stats
+// show FUNC itself served. The probe's own deadline comes from the raw system call, which no
+// shim sees: the stats count FUNC's calls and nothing else. Also built -static and with ASan
+// by run.sh, and run setuid: hence `secure`, which says whether the loader ignored LD_PRELOAD.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timeb.h>
+#include <time.h>
+#include <unistd.h>
+
+#if !defined(CALLS_PROBE_STATIC)
+// Programs linked before glibc 2.17 took clock_gettime from librt and still reference
+// clock_gettime@GLIBC_2.2.5; the shim must serve that version too, not only the default one.
+// A static link has no symbol versions, hence the guard.
+int clock_gettime_2_2_5(clockid_t id, struct timespec* ts);
+__asm__(".symver clock_gettime_2_2_5, clock_gettime@GLIBC_2.2.5");
+#endif
+
+static const int64_t ns_per_s = 1000000000;
+
+static int64_t ns_of(struct timespec ts) { return ts.tv_sec * ns_per_s + ts.tv_nsec; }
+
+static int64_t raw_monotonic_ns(void) {
+  struct timespec ts = {0, 0};
+  syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+  return ns_of(ts);
+}
+
+// ftime() is deprecated, and that is why old programs are the ones that still call it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static int64_t ftime_ns(void) {
+  struct timeb tb;
+  ftime(&tb);
+  return tb.time * ns_per_s + tb.millitm * (int64_t)1000000;
+}
+#pragma GCC diagnostic pop
+
+// One round of `func`: its REALTIME reading in *real and, when the call has one, MONOTONIC in
+// *mono (else -1). Returns the number of interposed calls made, 0 for an unknown name.
+static int read_once(const char* func, int64_t* real, int64_t* mono) {
+  struct timespec ts = {0, 0};
+  *mono = -1;
+  if (strcmp(func, "clock_gettime") == 0) {
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *mono = ns_of(ts);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    *real = ns_of(ts);
+    return 2;
+  }
+#if !defined(CALLS_PROBE_STATIC)
+  if (strcmp(func, "clock_gettime@GLIBC_2.2.5") == 0) {
+    clock_gettime_2_2_5(CLOCK_MONOTONIC, &ts);
+    *mono = ns_of(ts);
+    clock_gettime_2_2_5(CLOCK_REALTIME, &ts);
+    *real = ns_of(ts);
+    return 2;
+  }
+#endif
+  if (strcmp(func, "time") == 0) {
+    *real = time(NULL) * ns_per_s;
+    return 1;
+  }
+  if (strcmp(func, "gettimeofday") == 0) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    *real = tv.tv_sec * ns_per_s + tv.tv_usec * 1000;
+    return 1;
+  }
+  if (strcmp(func, "timespec_get") == 0) {
+    timespec_get(&ts, TIME_UTC);
+    *real = ns_of(ts);
+    return 1;
+  }
+  if (strcmp(func, "ftime") == 0) {
+    *real = ftime_ns();
+    return 1;
+  }
+  return 0;
+}
+
+// How much each call truncates REALTIME: run.sh widens the lower bracket by this much.
+static int64_t grain_ns(const char* func) {
+  if (strcmp(func, "time") == 0) return ns_per_s;
+  if (strcmp(func, "gettimeofday") == 0) return 1000;
+  if (strcmp(func, "ftime") == 0) return 1000000;
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  const char* func = argc > 1 ? argv[1] : "clock_gettime";
+  int64_t real = 0, mono = 0, last_real = INT64_MIN, last_mono = INT64_MIN;
+  long calls = 0;
+  const int64_t end = raw_monotonic_ns() + 300000000;
+  do {
+    const int n = read_once(func, &real, &mono);
+    if (n == 0) {
+      fprintf(stderr,
+              "usage: calls_probe [clock_gettime|clock_gettime@GLIBC_2.2.5|time|"
+              "gettimeofday|timespec_get|ftime]\n");
+      return 2;
+    }
+    calls += n;
+    if (real < last_real || mono < last_mono) {
+      fprintf(stderr,
+              "FAIL: %s went back: realtime %" PRId64 " after %" PRId64 ", monotonic %" PRId64
+              " after %" PRId64 "\n",
+              func, real, last_real, mono, last_mono);
+      return 1;
+    }
+    last_real = real;
+    last_mono = mono;
+  } while (raw_monotonic_ns() < end);
+  printf("pid %ld\nsecure %lu\ncalls %ld\nrealtime %s %" PRId64 " %" PRId64 "\n", (long)getpid(),
+         getauxval(AT_SECURE), calls, func, real, grain_ns(func));
+  return 0;
+}
