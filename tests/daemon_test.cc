@@ -311,6 +311,41 @@ TEST(Daemon, KilledMidUpdateNeverBlocksReaders) {
   EXPECT_EQ(r.failures(), 0) << r.first_failure();
 }
 
+// The coarse clocks read no counter, so only the kernel can tell them that their writer
+// died: vclockd's owner word on its robust futex list (page.h). Killed with SIGKILL, its
+// coarse line is dead at once, and past the validity window time() and the coarse clocks,
+// read the library's way, follow the kernel instead of standing still.
+TEST(Daemon, KilledDaemonsCoarseClocksFollowTheKernel) {
+  temp_dir dir;
+  const std::string path = dir.file("page");
+  daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  mapped_page m(path);
+  ASSERT_NE(m.get(), nullptr);
+  const page& p = *m.get();
+  using vclock::detail::as_ns;
+  const auto coarse_realtime = [&p] {
+    return vclock::detail::read_coarse<clock_kind::realtime_coarse, as_ns>(p, [&p] {
+      return vclock::detail::read_careful<clock_kind::realtime_coarse>(
+          p, [] { return vclock::arch::read_counter<vclock::arch::counter_ordering::none>(); },
+          [] { return vclock::kernel::now_ns(CLOCK_REALTIME_COARSE); });
+    });
+  };
+  std::int64_t seconds = 0;
+  ASSERT_TRUE(vclock::detail::try_read_time(p, seconds)) << "a live owner";
+  EXPECT_EQ(static_cast<std::uint32_t>(p.coarse.time_word), static_cast<std::uint32_t>(d.pid()))
+      << "the owner word is the daemon's thread id";
+  d.stop(SIGKILL);
+  EXPECT_FALSE(vclock::detail::try_read_time(p, seconds)) << "the kernel marked the owner dead";
+  EXPECT_NE(static_cast<std::uint32_t>(p.coarse.time_word) & 0x40000000u, 0u) << "FUTEX_OWNER_DIED";
+  std::this_thread::sleep_for(200ms);  // well past the validity window (3 ticks of 4 ms)
+  const std::int64_t k1 = vclock::kernel::now_ns(CLOCK_REALTIME_COARSE);
+  const std::int64_t v = coarse_realtime();
+  const std::int64_t k2 = vclock::kernel::now_ns(CLOCK_REALTIME);
+  EXPECT_GE(v, k1) << "REALTIME_COARSE stood still after the daemon died";
+  EXPECT_LE(v, k2 + tolerance_ns);
+}
+
 // SIGSTOP past the validity window: readers answer from the kernel (floored), and return to
 // the page after SIGCONT.
 TEST(Daemon, StoppedPastTheValidityWindowReadersFollowTheKernel) {

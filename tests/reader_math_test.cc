@@ -490,11 +490,14 @@ TEST(Reader, StalePageNeverUndercutsWhatTheLineGave) {
   });
 }
 
-// The coarse line answers the coarse clocks with loads only; off or mid-write
-// it hands over to the careful path.
+// The coarse line answers the coarse clocks with loads only (time(2) with one); off, its
+// owner dead (page.h: the kernel set FUTEX_OWNER_DIED) or mid-write, it hands over to the
+// careful path.
 TEST(Reader, CoarseLineAnswersWithoutTheCounter) {
   auto p = make_page();
-  p->coarse.valid = 1;
+  constexpr std::uint64_t owner = 4242;  // a thread id
+  p->coarse.valid = owner;
+  p->coarse.time_word = std::uint64_t{1'700'000'000} << 32 | owner;
   p->coarse.mono_ns = 5'123'456'789;
   p->coarse.mono_sec = 5;
   p->coarse.mono_nsec = 123'456'789;
@@ -510,20 +513,49 @@ TEST(Reader, CoarseLineAnswersWithoutTheCounter) {
   using vclock::detail::as_seconds;
   using vclock::detail::as_timespec;
   using vclock::detail::read_coarse;
+  using vclock::detail::try_read_time;
   EXPECT_EQ((read_coarse<clock_kind::monotonic_coarse, as_ns>(*p, careful_fn)), 5'123'456'789);
   EXPECT_EQ((read_coarse<clock_kind::realtime_coarse, as_seconds>(*p, careful_fn)), 1'700'000'000);
   const timespec ts = read_coarse<clock_kind::realtime_coarse, as_timespec>(*p, careful_fn);
   EXPECT_EQ(ts.tv_sec, 1'700'000'000);
   EXPECT_EQ(ts.tv_nsec, 987'654'321);
+  std::int64_t seconds = 0;
+  EXPECT_TRUE(try_read_time(*p, seconds));
+  EXPECT_EQ(seconds, 1'700'000'000);
   EXPECT_EQ(careful, 0);
-  p->coarse.valid = 0;
-  EXPECT_EQ((read_coarse<clock_kind::monotonic_coarse, as_ns>(*p, careful_fn)), 42'000'000'007);
-  p->coarse.valid = 1;
+  // What the kernel writes when the owner dies: FUTEX_OWNER_DIED, the id cleared (and
+  // FUTEX_WAITERS kept, were it set). Every coarse read, time() included, turns careful.
+  for (const std::uint32_t dead : {0x40000000u, 0xc0000000u, 0u}) {
+    p->coarse.time_word = std::uint64_t{1'700'000'000} << 32 | dead;
+    EXPECT_FALSE(try_read_time(*p, seconds)) << dead;
+    EXPECT_EQ((read_coarse<clock_kind::monotonic_coarse, as_ns>(*p, careful_fn)), 42'000'000'007)
+        << dead;
+  }
+  EXPECT_EQ(careful, 3);
+  p->coarse.time_word = std::uint64_t{1'700'000'000} << 32 | owner;
   p->coarse.seq = 3;  // mid-write
   const timespec odd = read_coarse<clock_kind::monotonic_coarse, as_timespec>(*p, careful_fn);
   EXPECT_EQ(odd.tv_sec, 42);
   EXPECT_EQ(odd.tv_nsec, 7);
-  EXPECT_EQ(careful, 2);
+  EXPECT_EQ(careful, 4);
+}
+
+// A coarse clock's careful path checks the hot line's staleness as a fine clock's does: a
+// dead writer's coarse line sends readers there, and a frozen base must not be returned
+// once the hot line is stale too.
+TEST(Reader, CoarseCarefulPathFollowsTheKernelOnceTheLineIsStale) {
+  for_each_kind([&]<clock_kind K>() {
+    if constexpr (vclock::detail::is_coarse(K)) {
+      auto p = make_page();
+      p->hot = typical_line(2);
+      const std::int64_t base = vclock::detail::load_base_ns<K>(p->hot);
+      fake_counter fresh{p->hot.cycle_last + 1000};
+      fake_kernel kernel{base + 5'000'000'000};
+      EXPECT_EQ(vclock::detail::read_careful<K>(*p, fresh, kernel), base);
+      fake_counter stale{p->hot.cycle_last + p->hot.max_delta};
+      EXPECT_GT(vclock::detail::read_careful<K>(*p, stale, kernel), base + 4'000'000'000);
+    }
+  });
 }
 
 TEST(Reader, PageOffAnswersFromTheKernelFlooredAtTheBase) {
@@ -567,7 +599,8 @@ TEST(Reader, WriterMidUpdateAnswersFromTheFrozenBackupLine) {
     }
     // Past the freeze point: time stands still at the cap while the kernel, less the page's
     // lag, is behind it; a writer stalled there longer is followed lag_ns behind the kernel
-    // (the lag copied when the backup was opened: backup_lag_ns).
+    // (the lag copied when the backup was opened: backup_lag_ns). The coarse clocks too:
+    // their cap is the base, and a dead writer must not freeze them.
     p->backup_lag_ns = 300;
     const std::int64_t cap = cap_time(K, p->backup);
     for (const std::uint64_t delta : {std::uint64_t{1000}, std::uint64_t{1} << 40}) {
@@ -576,9 +609,8 @@ TEST(Reader, WriterMidUpdateAnswersFromTheFrozenBackupLine) {
       fake_kernel behind{cap - 1000};
       EXPECT_EQ(read<K>(*p, counter, behind, careful), cap);
       fake_kernel stalled{cap + 1'000'000};
-      const std::int64_t followed = vclock::detail::is_coarse(K) ? cap : cap + 1'000'000 - 300;
-      EXPECT_EQ(read<K>(*p, counter, stalled, careful), followed);
-      EXPECT_EQ(behind.calls + stalled.calls, vclock::detail::is_coarse(K) ? 0 : 2);
+      EXPECT_EQ(read<K>(*p, counter, stalled, careful), cap + 1'000'000 - 300);
+      EXPECT_EQ(behind.calls + stalled.calls, 2);
     }
   });
 }

@@ -20,7 +20,11 @@
 # The roots are the dynamic symbols the library defines whose names start with vclock_
 # (nm -D --defined-only): the C API, including anything exported later. The GNU ifuncs
 # (vclock_gettime, vclock_gettime_ns, vclock_gettimeofday) root their resolvers, which
-# take the addresses of the per-ordering variants.
+# take the addresses of the per-ordering variants. For the LD_PRELOAD shim
+# (libvclock_preload.so) the roots are the libc functions it exports (SHIM_EXPORTS), and
+# the functions that choose its entry points (SHIM_CHOOSERS): each exported function jumps
+# through a pointer (SHIM_TABLES) that holds only what those choosers take the address
+# of, or its first-call function, so walking them walks every possible target.
 #
 # An indirect call or jump (call *%rax, jmp *%rax) is accepted only if it is
 #   - a vDSO call: in one of VDSO_CALLERS below (kernel_clock.cc's gettime, getres and
@@ -28,6 +32,9 @@
 #     register loaded straight from VDSO_TABLE (the pointers kernel_clock.cc found in the
 #     vDSO; GCC inlines those calls into other functions at -O3), with no branch target and
 #     no call between the load and the call; or
+#   - a jump through one of SHIM_TABLES (see above), or a call through the shim's
+#     pointer to libc's own timespec_get / timespec_getres (found at load with dlsym; in
+#     glibc, clock_gettime and nothing else); or
 #   - a switch's jump table: jmp *%rX just after "add %rB,%rX", where %rB was loaded by a
 #     "lea T(%rip)" of a read-only table in the same function, and the table's 32-bit
 #     entries (offsets from T, read from the file) all land in the function or its .cold
@@ -39,7 +46,7 @@
 # Output: each external function reachable from a root, with one shortest chain from a
 # root (demangled), "ok" with the reason it is allowed, or "FAIL"; each accepted indirect
 # branch; each unexplained one as "FAIL".
-# Usage: tools/check-signal-safety.sh [path/to/libvclock.so]
+# Usage: tools/check-signal-safety.sh [path/to/libvclock.so or libvclock_preload.so]
 #   default build/release/libvclock.so, the release preset's -O3 build; the library must
 #   keep its symbol table (not stripped), which tells its local functions apart.
 # Exit status: 0 pass, 1 a check failed (or the library is missing), 77 skipped (not
@@ -159,6 +166,15 @@ VDSO_CALLERS = {
 # The variable that holds the vDSO's function pointers (filled only from the vDSO).
 VDSO_TABLE = "vclock::kernel::(anonymous namespace)::functions"
 
+# The shim (src/shim/preload.cc): what it exports, the pointers its exported functions jump
+# through, and the functions that fill them.
+SHIM_EXPORTS = {"clock_gettime", "clock_getres", "gettimeofday", "time", "timespec_get",
+                "timespec_getres", "ftime"}
+SHIM_NS = "vclock::shim::(anonymous namespace)::"
+SHIM_TABLES = re.compile(re.escape(SHIM_NS) + r"\w+_target$")
+SHIM_NEXT = re.compile(re.escape(SHIM_NS) + r"next_timespec_get(res)?$")
+SHIM_CHOOSERS = re.compile(re.escape(SHIM_NS) + r"(choose|first_\w+)$")
+
 
 def run(*args):
     return subprocess.run(args, check=True, capture_output=True, text=True).stdout
@@ -220,11 +236,27 @@ for line in run("objdump", "-T", LIB).splitlines():
         ext_function.add(m.group(2))
 
 vdso_table = None  # (start, end)
+shim_tables = []  # (start, end, name, why): pointers an indirect branch may go through
 for line in run("nm", "-S", "-C", LIB).splitlines():
     m = re.match(r"^([0-9a-f]+) ([0-9a-f]+) \w (.*)$", line)
-    if m and m.group(3) == VDSO_TABLE:
-        start = int(m.group(1), 16)
-        vdso_table = (start, start + int(m.group(2), 16))
+    if not m:
+        continue
+    start, end = int(m.group(1), 16), int(m.group(1), 16) + int(m.group(2), 16)
+    if m.group(3) == VDSO_TABLE:
+        vdso_table = (start, end)
+    elif SHIM_TABLES.match(m.group(3)):
+        shim_tables.append((start, end, m.group(3), "a chosen entry point (every value is "
+                            "walked from the choosers)"))
+    elif SHIM_NEXT.match(m.group(3)):
+        shim_tables.append((start, end, m.group(3), "libc's own function (glibc: "
+                            "clock_gettime or clock_getres, AS-Safe)"))
+
+
+def shim_table_at(addr):
+    for start, end, name, why in shim_tables:
+        if start <= addr < end:
+            return name, why
+    return None
 
 # Slots the loader fills with an address (the GOT, and pointers in data): slot address ->
 # ("sym", name) for a symbol's address, ("addr", a) for an address in the library.
@@ -364,6 +396,33 @@ for f in funcs:
             branch_targets.add(int(m.group(1), 16))
 
 
+def register_load(insns, k, reg):
+    """The address the register of the indirect branch insns[k] was loaded from (a plain
+    mov from a rip-relative address, on every path to the branch), or None."""
+    fam = reg_family(reg)
+    if fam is None:
+        return None
+    for j in range(k - 1, -1, -1):
+        addr, mn, ops, comment = insns[j]
+        if insns[j + 1][0] in branch_targets:
+            return None  # another path may reach the branch with another value
+        if mn in ("pop", "popq") and ops.startswith("%") and reg_family(ops) != fam:
+            continue  # an epilogue's pop: writes only that register (and %rsp)
+        if mn in ("call", "jmp", "ret") or IMPLICIT_WRITERS.match(mn):
+            return None
+        operands = split_operands(ops)
+        if not operands or NON_WRITERS.match(mn):
+            continue
+        last = operands[-1]
+        if not last.startswith("%") or reg_family(last) != fam:
+            continue
+        if (mn in ("mov", "movq") and len(operands) == 2 and operands[0].endswith("(%rip)")
+                and comment is not None):
+            return comment
+        return None
+    return None
+
+
 def vdso_load(insns, k, reg):
     """True if the register of the indirect branch insns[k] was loaded from VDSO_TABLE."""
     fam = reg_family(reg)
@@ -455,6 +514,10 @@ for i, f in enumerate(funcs):
         is_branch = mn in ("call", "jmp") or re.match(r"^(j\w+|loop\w*|xbegin)$", mn)
         if is_branch and ops.startswith("*"):
             operand = ops[1:]
+            if operand.endswith("(%rip)") and comment is not None and shim_table_at(comment):
+                name, why = shim_table_at(comment)
+                indirect_ok[i].append((addr, text, f"{why}: through {name}"))
+                continue
             if operand.endswith("(%rip)") and comment is not None and in_got(comment):
                 # call *foo@GOTPCREL(%rip): the GOT is read-only after relocation (RELRO)
                 slot = got.get(comment)
@@ -465,6 +528,11 @@ for i, f in enumerate(funcs):
                     edges[i].append(("-->", target_of_address(slot[1])))
                     continue
             if operand.startswith("%"):
+                table = register_load(insns, k, operand)
+                if table is not None and shim_table_at(table):
+                    name, why = shim_table_at(table)
+                    indirect_ok[i].append((addr, text, f"{why}: loaded from {name}"))
+                    continue
                 if base_name(i) in VDSO_CALLERS:
                     indirect_ok[i].append((addr, text, "a vDSO call (an allowed caller)"))
                     continue
@@ -513,7 +581,7 @@ for i, f in enumerate(funcs):
 # --- Roots and the walk ------------------------------------------------------------------
 roots = []  # (exported name, function index)
 for name, (addr, kind) in sorted(defined.items()):
-    if not name.startswith("vclock_"):
+    if not name.startswith("vclock_") and name not in SHIM_EXPORTS:
         continue
     if kind.upper() not in ("T", "I", "W"):  # code: T (text), i (GNU ifunc), W (weak)
         continue
@@ -523,6 +591,12 @@ for name, (addr, kind) in sorted(defined.items()):
     roots.append((name, j))
 if not roots:
     fail(f"no vclock_* function exported by {SHOWN}")
+if any(name in SHIM_EXPORTS for name, _ in roots):
+    for j in range(len(funcs)):
+        chooser = base_name(j)
+        if SHIM_CHOOSERS.match(chooser) and not is_plt(j):
+            defined.setdefault(chooser, (funcs[j]["start"], "t"))
+            roots.append((chooser, j))
 
 parent = {}  # node -> (previous node, kind); nodes are ("f", i) or ("x", name)
 queue = deque()
@@ -593,8 +667,8 @@ for node in bad_externals:
     print("\n".join(chain(node)))
 for node in bad_indirect:
     branches = ", ".join(f"{text} at {addr:#x}" for addr, text in indirect_bad[node[1]])
-    print(f"  FAIL  {show(node)}: indirect branch(es) to unknown targets (neither a vDSO "
-          f"call nor a jump table): {branches}")
+    print(f"  FAIL  {show(node)}: indirect branch(es) to unknown targets (not a vDSO "
+          f"call, a jump table or a shim table): {branches}")
     print("\n".join(chain(node)))
 if bad_externals or bad_indirect:
     print(f"check-signal-safety: FAIL: the entry points reach {len(bad_externals)} external "
@@ -602,5 +676,6 @@ if bad_externals or bad_indirect:
           "with unknown indirect branches")
     sys.exit(1)
 print("check-signal-safety: ok: every external function the entry points reach is "
-      "async-signal-safe, and every indirect branch is a vDSO call or a jump table")
+      "async-signal-safe, and every indirect branch is a vDSO call, a jump table or (the "
+      "shim) a chosen entry point")
 PYTHON

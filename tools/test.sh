@@ -53,6 +53,9 @@ step hot-path skippable bash tools/check-hot-path.sh
 # The release build's entry points reach only async-signal-safe functions (the release
 # workflow above built build/release/libvclock.so).
 step signal-safety skippable bash tools/check-signal-safety.sh build/release/libvclock.so
+# And the LD_PRELOAD shim's (its exported libc functions; built by the release preset too).
+step shim-signal-safety skippable bash tools/check-signal-safety.sh \
+  build/release/libvclock_preload.so
 # A short fuzz of the attach validation (fuzz/, tools/fuzz.sh; the long run's figures are in
 # fuzz/README.md).
 step fuzz-short skippable bash tools/fuzz.sh 20

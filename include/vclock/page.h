@@ -18,7 +18,8 @@ inline constexpr std::uint64_t page_magic =
 // minor grows when something is added in space that was reserved (zero) in
 // the previous minor: a reader of an older minor ignores it, a newer
 // reader checks abi_minor before using it. History: 1 offsets, 2 each
-// clock's base, 3 the header (shared page, vclockd); 3.1 coarse_line.time_s.
+// clock's base, 3 the header (shared page, vclockd); 3.1 coarse_line.time_word
+// and owner words.
 inline constexpr std::uint16_t page_abi_major = 3;
 inline constexpr std::uint16_t page_abi_minor = 1;
 inline constexpr std::uint32_t page_bytes = 4096;
@@ -137,12 +138,30 @@ struct alignas(64) clock_line {
 // coarse_line: the coarse clocks, precomputed at every publish so that a
 // coarse read is a few loads: no counter, no multiply, no division. Same
 // seqlock protocol as clock_line. The values equal the hot line's bases
-// (mono_ns and realtime_ns) at the same publish; `valid` is 0 while the
-// page is off, and readers then take the careful path.
-//   time_s   (ABI 3.1) realtime_sec while the line is valid, else 0: time(2)
-//            as one load and no seqlock (one aligned word cannot tear), as
-//            the vDSO's time() is. A reader takes the careful path when it
-//            is not positive, so a 3.0 page (0 here) is still read right.
+// (mono_ns and realtime_ns) at the same publish.
+//   valid      nonzero while the line may be used, 0 while the page is off:
+//              what ABI 3.0 readers check (the writer stores the owner word
+//              here too).
+//   time_word  (ABI 3.1) time(2) as one load, no seqlock (an aligned word
+//              cannot tear), as the vDSO's time() is: REALTIME's whole
+//              seconds << 32 | the owner word (the low half, first in
+//              memory); 0 while the line is off. 3.1 readers check its
+//              owner word, for every coarse clock, instead of `valid`.
+// The owner word: the coarse clocks read no counter, so unlike the hot
+// line they cannot go stale by themselves when their writer dies. vclockd
+// writes its thread id there and registers that 32-bit word on its robust
+// futex list (set_robust_list(2)): when it dies, even by SIGKILL, the
+// kernel sets FUTEX_OWNER_DIED in it (and clears the id), and readers go to
+// the careful path, which goes to the kernel once the hot line is stale
+// too. It is alive when it is 1..2^30-1 (a thread id, or 1 for an
+// in-process writer); 0, FUTEX_OWNER_DIED (bit 30) or FUTEX_WAITERS (bit
+// 31) make it dead. (A stopped or hung daemon is not dead: see
+// docs/vclockd.md, Known limits.)
+inline constexpr std::uint32_t coarse_owner_in_process = 1;
+[[gnu::always_inline]] constexpr bool coarse_owner_alive(std::uint32_t word) noexcept {
+  return word - 1u < 0x3fffffffu;  // 0 wraps to the top: one compare
+}
+
 struct alignas(64) coarse_line {
   std::uint32_t seq;
   std::uint32_t valid;
@@ -152,7 +171,7 @@ struct alignas(64) coarse_line {
   std::int64_t mono_nsec;
   std::int64_t realtime_sec;
   std::int64_t realtime_nsec;
-  std::int64_t time_s;
+  std::uint64_t time_word;
 };
 
 // The page: one 4 KiB page, lines in the order a reader needs them.

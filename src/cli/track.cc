@@ -1,6 +1,7 @@
 // `vclock track [--seconds S] [--csv FILE] [--check]`: samples every
 // page clock against the kernel and prints the error per interval, so a
-// user can watch vclock follow chrony on their own machine.
+// user can watch vclock follow chrony on their own machine. `--steps`
+// measures instead how long vclock's REALTIME lags a step (step_lag.cc).
 //
 // One sample: kernel, vclock, kernel (the kernel through its vDSO); the
 // error is vclock minus the midpoint of the two kernel readings, and half
@@ -21,6 +22,7 @@
 #include "args.h"
 #include "kernel_clock.h"
 #include "status.h"
+#include "step_lag.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {
@@ -96,26 +98,67 @@ void sleep_ns(std::int64_t ns) {
   nanosleep(&t, nullptr);
 }
 
+// Why the options mix the periodic mode with --steps; "" when they do not.
+std::string mode_conflict(bool steps, std::int64_t interval_s, const std::string& csv_path,
+                          std::int64_t inject_us, bool json) {
+  if (steps && interval_s != 0) return "--interval is for the periodic mode, not --steps";
+  if (steps && !csv_path.empty()) return "--csv is for the periodic mode, not --steps";
+  if (!steps && inject_us != 0) return "--inject-steps needs --steps";
+  if (!steps && json) return "--json needs --steps";
+  return "";
+}
+
 }  // namespace
+
+std::string track_machine_line(const status_snapshot& st) {
+  return strformat("vclock track: %s, counter %.6f MHz, ordering %s, kernel clocksource %s",
+                   st.counter_mode ? "counter mode" : ("fallback: " + st.reason).c_str(),
+                   st.counter_hz / 1e6, st.ordering.c_str(), st.kernel_clocksource.c_str());
+}
 
 int run_track(std::span<char* const> args) {
   std::int64_t seconds = 10;
-  std::int64_t interval_s = 1;
+  std::int64_t interval_s = 0;  // 0: not given (1 s)
   std::string csv_path;
   bool check = false;
+  bool steps = false;
+  std::int64_t inject_us = 0;
+  bool json = false;
   option_parser parser("track");
   parser.add_int("seconds", "S", 1, 7 * 86400, &seconds, "how long to track (default 10)");
   parser.add_int("interval", "S", 1, 3600, &interval_s, "seconds per printed row (default 1)");
   parser.add_string("csv", "FILE", &csv_path, "also write every interval's figures as CSV");
-  parser.add_flag("check", &check,
-                  "exit 1 unless MONOTONIC and REALTIME stay within p99 200 ns, max 1 us");
+  parser.add_flag(
+      "check", &check,
+      "exit 1 unless MONOTONIC and REALTIME stay within p99 200 ns, max 1 us "
+      "(with --steps: unless vclock follows every step, none certainly 1 ms late and 80 % "
+      "certainly within 1 ms)");
+  parser.add_flag("steps", &steps,
+                  "measure instead how long vclock's REALTIME lags each step of the kernel's "
+                  "(spins on one CPU for the whole run)");
+  parser.add_int("inject-steps", "US", min_inject_us, max_inject_us, &inject_us,
+                 "with --steps: step REALTIME by +US us, 50 ms later by -US us, and so on; "
+                 "restored at the end (needs CAP_SYS_TIME; like settimeofday, each step drops "
+                 "the kernel's NTP state)");
+  parser.add_flag("json", &json, "with --steps: print one JSON document");
   if (!parser.parse(args)) {
     return usage_error("track", parser.error());
   }
   if (parser.help_requested()) {
-    std::printf("usage: vclock track [options]\n\n%s", parser.options_help().c_str());
+    std::printf(
+        "usage: vclock track [--seconds S] [--interval S] [--csv FILE] [--check]\n"
+        "       vclock track --steps [--inject-steps US] [--seconds S] [--json] [--check]\n\n%s",
+        parser.options_help().c_str());
     return exit_ok;
   }
+  if (const std::string conflict = mode_conflict(steps, interval_s, csv_path, inject_us, json);
+      !conflict.empty()) {
+    return usage_error("track", conflict);
+  }
+  if (steps) {
+    return run_step_lag({seconds, inject_us, json, check}, read_status(2000));
+  }
+  if (interval_s == 0) interval_s = 1;
   std::FILE* csv = nullptr;
   if (!csv_path.empty()) {
     csv = std::fopen(csv_path.c_str(), "w");
@@ -126,9 +169,7 @@ int run_track(std::span<char* const> args) {
                  "t_s,clock,samples,mean_ns,p50_abs_ns,p99_abs_ns,max_abs_ns,bracket_p50_ns\n");
   }
   const status_snapshot st = read_status(2000);
-  std::printf("vclock track: %s, counter %.6f MHz, ordering %s, kernel clocksource %s\n",
-              st.counter_mode ? "counter mode" : ("fallback: " + st.reason).c_str(),
-              st.counter_hz / 1e6, st.ordering.c_str(), st.kernel_clocksource.c_str());
+  std::printf("%s\n", track_machine_line(st).c_str());
   std::printf("error = vclock - kernel (midpoint of a kernel,vclock,kernel bracket), ns\n\n");
 
   text_table table({"t_s", "clock", "samples", "mean", "p50|e|", "p99|e|", "max|e|", "bracket"});

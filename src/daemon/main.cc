@@ -20,6 +20,7 @@
 #include <string>
 
 #include "cli/args.h"
+#include "coarse_owner.h"
 #include "fallback_reason_text.h"
 #include "kernel_clock.h"
 #include "notify.h"
@@ -179,6 +180,12 @@ int run(const options& o) {
   timekeeper_config config;
   config.tick_ns = o.tick_us * 1000;
   config.validity_ticks = 3;  // API.md: stale after at most 3 ticks
+  bool robust = false;
+  config.coarse_owner = claim_coarse_owner(*wp.p, robust);
+  if (!robust) {
+    log("set_robust_list failed (%s): the coarse clocks will not notice this daemon's death",
+        std::strerror(errno));
+  }
   timekeeper tk(*wp.p, sources, config);
   detail::store_relaxed(wp.p->counter_trusted, verdict.reason == fallback_reason::none ? 1u : 0u);
   tk.start();

@@ -719,7 +719,8 @@ void timekeeper::write_coarse(const clock_line& l, bool valid) noexcept {
   coarse_line& c = page_.coarse;
   const std::int64_t realtime = l.realtime_ns;
   const std::uint32_t seq = detail::write_begin(c.seq);
-  store(c.valid, valid ? 1u : 0u);
+  const std::uint32_t owner = valid ? config_.coarse_owner : 0u;
+  store(c.valid, owner);
   store(c.mono_ns, l.mono_ns);
   store(c.realtime_ns, realtime);
   store(c.mono_sec, l.mono_ns / detail::ns_per_s);
@@ -727,8 +728,11 @@ void timekeeper::write_coarse(const clock_line& l, bool valid) noexcept {
   store(c.realtime_sec, realtime / detail::ns_per_s);
   store(c.realtime_nsec, realtime % detail::ns_per_s);
   // time(2)'s word: 0 sends time() to the careful path (off, or a REALTIME
-  // before 1970 that the plain seconds would get wrong).
-  store(c.time_s, valid && realtime >= detail::ns_per_s ? realtime / detail::ns_per_s : 0);
+  // that 32 unsigned bits of seconds cannot hold: before 1970, after 2106).
+  const std::int64_t seconds = realtime / detail::ns_per_s;
+  const bool fits = realtime >= 0 && seconds <= std::int64_t{0xffffffff};
+  store(c.time_word,
+        owner != 0 && fits ? static_cast<std::uint64_t>(seconds) << 32 | owner : std::uint64_t{0});
   detail::write_end(c.seq, seq);
 }
 

@@ -41,6 +41,9 @@ struct timekeeper_config {
   std::int64_t jump_ns = 200'000;
   // After a counter fault, recalibrate after this long.
   std::int64_t recalibrate_after_ns = 1'000'000'000;
+  // The coarse line's owner word while valid (page.h): vclockd's thread id,
+  // registered on its robust futex list; 1 in-process.
+  std::uint32_t coarse_owner = coarse_owner_in_process;
 };
 
 class timekeeper {

@@ -93,14 +93,18 @@ time_t kernel_time(time_t* t) noexcept {
 
 // --- counting: vclock's entry points, each call counted --------------------------------------
 
+// vclock's ordered entry points, for the counting ones (set by choose()).
+std::atomic<gettime_fn> vclock_gettime_target{nullptr};
+std::atomic<gettimeofday_fn> vclock_gettimeofday_target{nullptr};
+
 int counting_gettime(clockid_t clock, timespec* ts) noexcept {
-  const int r = ordered().gettime_or_efault(clock, ts);
+  const int r = vclock_gettime_target.load(std::memory_order_relaxed)(clock, ts);
   count_read(clock, r == 0);
   return r;
 }
 
 int counting_gettimeofday(timeval* tv, void* tz) noexcept {
-  const int r = ordered().gettimeofday(tv, tz);
+  const int r = vclock_gettimeofday_target.load(std::memory_order_relaxed)(tv, tz);
   count_read(CLOCK_REALTIME, r == 0 && tv != nullptr);
   return r;
 }
@@ -133,8 +137,12 @@ chosen_functions choose() noexcept {
       const detail::entry_points ep = ordered();
       return {ep.gettime_or_efault, vclock_getres, ep.gettimeofday, vclock_time};
     }
-    case mode::counting:
+    case mode::counting: {
+      const detail::entry_points ep = ordered();
+      vclock_gettime_target.store(ep.gettime_or_efault, std::memory_order_relaxed);
+      vclock_gettimeofday_target.store(ep.gettimeofday, std::memory_order_relaxed);
       return {counting_gettime, vclock_getres, counting_gettimeofday, counting_time};
+    }
     case mode::pass_through:
       break;
   }
@@ -159,26 +167,33 @@ std::atomic<bool> time_inline{false};
 
 // Async-signal-safe (a call in a handler may be the first): the choice
 // reads /proc with raw system calls and the CPU, and stores four pointers.
-chosen_functions choose_and_store() noexcept {
+void choose_and_store() noexcept {
   const chosen_functions c = choose();
   gettime_target.store(c.gettime, std::memory_order_relaxed);
   getres_target.store(c.getres, std::memory_order_relaxed);
   gettimeofday_target.store(c.gettimeofday, std::memory_order_relaxed);
   time_target.store(c.time, std::memory_order_relaxed);
   time_inline.store(c.time == vclock_time, std::memory_order_relaxed);
-  return c;
 }
 
+// Each goes on through the pointer it has just set (not the value choose()
+// returned: the same, but tools/check-signal-safety.sh follows the table).
 int first_gettime(clockid_t clock, timespec* ts) noexcept {
-  return choose_and_store().gettime(clock, ts);
+  choose_and_store();
+  return gettime_target.load(std::memory_order_relaxed)(clock, ts);
 }
 int first_getres(clockid_t clock, timespec* res) noexcept {
-  return choose_and_store().getres(clock, res);
+  choose_and_store();
+  return getres_target.load(std::memory_order_relaxed)(clock, res);
 }
 int first_gettimeofday(timeval* tv, void* tz) noexcept {
-  return choose_and_store().gettimeofday(tv, tz);
+  choose_and_store();
+  return gettimeofday_target.load(std::memory_order_relaxed)(tv, tz);
 }
-time_t first_time(time_t* t) noexcept { return choose_and_store().time(t); }
+time_t first_time(time_t* t) noexcept {
+  choose_and_store();
+  return time_target.load(std::memory_order_relaxed)(t);
+}
 
 // Runs after the runtime's constructor (which has a priority: see
 // runtime.cc), so that choose() sees whether it attached to a daemon.

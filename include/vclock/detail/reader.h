@@ -253,11 +253,12 @@ struct as_seconds {
 };
 
 // time(2): the one word the writer keeps for it (page.h, coarse_line's
-// time_s), no seqlock; false (go to the careful path of REALTIME_COARSE)
-// when the line is off.
+// time_word), no seqlock; false (go to the careful path of
+// REALTIME_COARSE) when the line is off or its writer died.
 [[gnu::always_inline]] inline bool try_read_time(const page& p, std::int64_t& out) noexcept {
-  out = load(p.coarse.time_s);
-  return out > 0;
+  const std::uint64_t word = load(p.coarse.time_word);
+  out = static_cast<std::int64_t>(word >> 32);
+  return coarse_owner_alive(static_cast<std::uint32_t>(word));
 }
 
 // A few loads between two seq loads; false (go to the careful path of the
@@ -270,7 +271,7 @@ template <clock_kind K, class Out>
   constexpr bool realtime = K == clock_kind::realtime_coarse;
   const coarse_line& l = p.coarse;
   const std::uint32_t seq = load(l.seq);  // pairs with write_end() in publish()
-  const std::uint32_t valid = load(l.valid);
+  const auto owner = static_cast<std::uint32_t>(load(l.time_word));  // page.h: owner word
   if constexpr (std::is_same_v<Out, as_timespec>) {
     out.tv_sec = static_cast<time_t>(load(realtime ? l.realtime_sec : l.mono_sec));
     out.tv_nsec = static_cast<long>(load(realtime ? l.realtime_nsec : l.mono_nsec));
@@ -279,9 +280,9 @@ template <clock_kind K, class Out>
   } else {
     out = load(realtime ? l.realtime_ns : l.mono_ns);
   }
-  // An odd seq never equals the reload of an even one, and valid == 0 is
-  // rare: one test of each on the common path.
-  return (seq & 1u) == 0 && valid != 0 && load_relaxed(l.seq) == seq;
+  // An odd seq never equals the reload of an even one, and a dead or off
+  // line is rare: one test of each on the common path.
+  return (seq & 1u) == 0 && coarse_owner_alive(owner) && load_relaxed(l.seq) == seq;
 }
 
 template <clock_kind K, class Out, class Careful>
@@ -400,9 +401,8 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
       if (!unchanged_after_kernel()) continue;
       return k > base ? k : base;
     }
-    if constexpr (is_coarse(K)) {
-      return base;
-    }
+    // A coarse clock checks the line's staleness too: its own line cannot
+    // tell when its writer died (page.h, owner words).
     std::uint64_t delta = now.value - cycle_last;
     if (static_cast<std::int64_t>(delta) < 0 && std::uint64_t{0} - delta <= max_lag_ticks) {
       delta = 0;  // another CPU's counter, a few ticks behind the writer's
@@ -410,7 +410,8 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
       if (use_backup) {
         // Frozen at the writer's switch point; if the writer stalls there,
         // follow the kernel from behind, no further than the page's lag.
-        const std::int64_t frozen = base + delta_to_ns(max_delta - 1, mult, shift);
+        const std::int64_t frozen =
+            is_coarse(K) ? base : base + delta_to_ns(max_delta - 1, mult, shift);
         const std::int64_t lag = load_relaxed(p.backup_lag_ns);
         const std::int64_t k = kernel() - lag;
         if (!unchanged_after_kernel()) continue;
@@ -421,6 +422,9 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
       const std::int64_t est = kernel() + lead;
       if (!unchanged_after_kernel()) continue;
       return stale_answer(est, base, cap);
+    }
+    if constexpr (is_coarse(K)) {
+      return base;
     }
     return base + delta_to_ns(delta, mult, shift);
   }
