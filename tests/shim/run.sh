@@ -198,6 +198,11 @@ if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null 2>&1; then
   chown 1:1 "$work/setuid/shim_calls_probe"
   chmod 4755 "$work/setuid/shim_calls_probe"
   setuid_probe=$work/setuid/shim_calls_probe
+  # What nobody runs must be reachable by nobody: the build tree may lie in a directory only
+  # root can enter (a CI clone in a mode-0700 temporary directory), so copies.
+  mkdir -m 755 "$work/nobody"
+  cp "$shim" "$vclock" "$vclockd" "$probe_dir/shim_calls_probe" "$work/nobody/"
+  chmod -R a+rX "$work/nobody"
 fi
 
 # --- One program, one mode ------------------------------------------------------------------
@@ -407,6 +412,10 @@ run_all() {
     skip "[$mode] static: $cc cannot link a static program"
   fi
   if [[ -n $setuid_probe ]]; then
+    # nobody's copies of the shim and the tools (above).
+    local saved_shim=$shim saved_vclock=$vclock
+    shim=$work/nobody/${shim##*/}
+    vclock=$work/nobody/${vclock##*/}
     wrapper=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
     run_case "setuid" setuid '' "" "$setuid_probe"
     wrapper=()
@@ -416,7 +425,9 @@ run_all() {
     # directory: any source.
     run_case "setpriv" anywhere '^shim_calls_probe$' "" \
       setpriv --reuid=65534 --regid=65534 --clear-groups -- \
-      "$probe_dir/shim_calls_probe" clock_gettime
+      "$work/nobody/shim_calls_probe" clock_gettime
+    shim=$saved_shim
+    vclock=$saved_vclock
   else
     skip "[$mode] setuid, setpriv: need root and setpriv"
   fi
