@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "bench.h"
+#include "ns_command.h"
 #include "run.h"
 #include "status_command.h"
 #include "track.h"
@@ -28,6 +29,7 @@ constexpr command commands[] = {
     {"warp", "time-warp test: do readings on different CPUs ever go backwards?", run_warp},
     {"track", "vclock against the kernel over time: error per interval", run_track},
     {"run", "run a command with its clock reads served by vclock (the LD_PRELOAD shim)", run_run},
+    {"ns", "virtual-time namespaces: create, set, show, list, rm", run_ns},
 };
 
 void print_usage() {

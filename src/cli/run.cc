@@ -19,8 +19,12 @@
 #include <vector>
 
 #include "args.h"
+#include "exit_cleaner.h"
+#include "lib/ns_join.h"
 #include "lib/runtime.h"
+#include "ns_store.h"
 #include "private_daemon.h"
+#include "time_options.h"
 
 #ifndef VCLOCK_SHIM_FROM_BINDIR
 #  define VCLOCK_SHIM_FROM_BINDIR "../lib"
@@ -83,15 +87,65 @@ namespace {
 
 void print_help() {
   std::printf(
-      "usage: vclock run [--shim PATH] [--] CMD [ARGS...]\n\n"
+      "usage: vclock run [--shim PATH] [TIME OPTIONS] [--] CMD [ARGS...]\n\n"
       "Runs CMD with libvclock_preload.so preloaded (added before any LD_PRELOAD): its\n"
       "clock_gettime, gettimeofday, time, timespec_get, clock_getres and ftime are vclock's.\n"
+      "With time options, CMD and every process it starts share a virtual time of their\n"
+      "own (an anonymous namespace, removed when CMD exits); --ns joins a named one.\n"
       "The exit status is CMD's; 127 if CMD is not found, 126 if it cannot run.\n\n"
       "options:\n"
-      "  --shim PATH  the shim to preload (default: $VCLOCK_SHIM, else the installed one)\n"
-      "  --help       this text\n\n"
-      "Time options (offsets, rate, freeze) arrive with virtual time; until then any\n"
-      "other option is an error.\n");
+      "  --shim PATH           the shim to preload (default: $VCLOCK_SHIM, else the installed "
+      "one)\n"
+      "  --help                this text\n"
+      "time options:\n%s",
+      time_options_help("run").c_str());
+}
+
+// An anonymous namespace for this command: a file in a fresh private
+// directory, removed with it when the command exits.
+bool make_anonymous_namespace(const time_options& options, std::string& path, std::string& error) {
+  const char* base = std::getenv("TMPDIR");
+  std::string dir =
+      std::string(base != nullptr && base[0] == '/' ? base : "/tmp") + "/vclock-ns.XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) {
+    error = std::string("cannot create a temporary directory: ") + std::strerror(errno);
+    return false;
+  }
+  // Readable by the command's processes whatever uid they drop to.
+  chmod(dir.c_str(), 0755);
+  path = dir + "/ns";
+  if (!create_ns_file(path, "", options, error)) {
+    rmdir(dir.c_str());
+    return false;
+  }
+  if (!remove_at_exit({path}, dir, error)) {
+    unlink(path.c_str());
+    rmdir(dir.c_str());
+    return false;
+  }
+  return true;
+}
+
+// A named namespace must exist and be one this user may join: said now, in
+// one line, rather than found out by the command's clocks.
+bool check_named_namespace(const std::string& name, std::string& path, std::string& error) {
+  char resolved[512];
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string user =
+      runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/vclock/ns" : "";
+  if (!ns_path_of(name.c_str(), user.empty() ? nullptr : user.c_str(), resolved,
+                  sizeof(resolved))) {
+    error = "'" + name + "' is neither a namespace name nor an absolute path";
+    return false;
+  }
+  path = resolved;
+  alignas(4096) static ns_page probe;
+  const ns_join_result r = join_ns_page(path.c_str(), &probe);
+  if (r.refusal != ns_refusal::none) {
+    error = path + ": " + ns_refusal_text(r.refusal);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -124,6 +178,7 @@ std::string preload_with_shim(const std::string& shim, const char* existing) {
 
 int run_run(std::span<char* const> args) {
   std::string shim_option;
+  time_options options;
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string_view a = args[i];
@@ -145,13 +200,26 @@ int run_run(std::span<char* const> args) {
       if (shim_option.empty()) return usage_error("run", "--shim: empty path");
       continue;
     }
+    std::string error;
+    const int taken = take_time_option("run", args, i, options, error);
+    if (taken < 0) return usage_error("run", error);
+    if (taken > 0) continue;
     if (a.starts_with("-")) {
-      return usage_error(
-          "run", "unknown option '" + std::string(a) + "' (time options arrive with virtual time)");
+      return usage_error("run", "unknown option '" + std::string(a) + "'");
     }
     break;  // the command
   }
   if (i >= args.size()) return usage_error("run", "missing command (vclock run -- CMD [ARGS...])");
+  if (!options.ns.empty() && options.changes_clocks()) {
+    return usage_error("run",
+                       "--ns joins a namespace as it is: change it with 'vclock ns set', or "
+                       "give time options without --ns for a namespace of the command's own");
+  }
+  std::string ns_path;
+  if (!options.ns.empty()) {
+    std::string error;
+    if (!check_named_namespace(options.ns, ns_path, error)) return usage_error("run", error);
+  }
 
   std::string why;
   const std::string shim = find_shim(shim_option, why);
@@ -175,6 +243,14 @@ int run_run(std::span<char* const> args) {
       setenv("VCLOCK_PAGE", d.page.c_str(), 1);
     }
   }
+  if (options.changes_clocks()) {
+    std::string error;
+    if (!make_anonymous_namespace(options, ns_path, error)) {
+      std::fprintf(stderr, "vclock run: %s\n", error.c_str());
+      return exit_no_shim;
+    }
+  }
+  if (!ns_path.empty()) setenv(ns_env, ns_path.c_str(), 1);
   const std::string preload = preload_with_shim(shim, std::getenv("LD_PRELOAD"));
   if (setenv("LD_PRELOAD", preload.c_str(), 1) != 0) {
     std::fprintf(stderr, "vclock run: cannot set LD_PRELOAD: %s\n", std::strerror(errno));

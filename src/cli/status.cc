@@ -27,6 +27,8 @@ void print_text(const status_snapshot& s) {
   if (!s.page.empty()) add("page", s.page + " (ABI " + s.page_abi + ")");
   if (!s.page_refused.empty()) add("page_refused", s.page_refused);
   if (s.daemon_pid != 0) add("daemon_pid", std::to_string(s.daemon_pid));
+  if (!s.ns.empty()) add("ns", s.ns + " (virtual time: offsets below are virtual - kernel)");
+  if (!s.ns_refused.empty()) add("ns_refused", s.ns_refused);
   add("mode", s.counter_mode ? "counter" : "fallback (" + s.reason + ")");
   add("counter", s.counter + (s.invariant_counter ? " (invariant)" : " (not invariant)"));
   add("counter_hz", strformat("%.0f (%.3f MHz)", s.counter_hz, s.counter_hz / 1e6));
@@ -62,6 +64,8 @@ void print_json(const status_snapshot& s) {
       .field("page_abi", s.page_abi);
   if (!s.page_refused.empty()) j.field("page_refused", s.page_refused);
   if (s.daemon_pid != 0) j.field("daemon_pid", s.daemon_pid);
+  if (!s.ns.empty()) j.field("ns", s.ns);
+  if (!s.ns_refused.empty()) j.field("ns_refused", s.ns_refused);
   j.field("mode", s.counter_mode ? "counter" : "fallback")
       .field("counter_mode", s.counter_mode)
       .field("reason", s.reason)

@@ -16,6 +16,7 @@
 #include "ordering.h"
 #include "runtime.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/ns_reader.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 
@@ -31,9 +32,52 @@ constexpr counter_ordering careful_ordering = counter_ordering::mfence;
 constexpr counter_ordering careful_ordering = counter_ordering::ordered;
 #endif
 
+// Host time in a process that joined a namespace: its host page read as
+// the_page is read elsewhere (fast path, then careful path).
+template <clock_kind K>
+std::int64_t host_ns() noexcept {
+  const page& p = *host_page;
+  const auto counter = [] { return arch::read_counter<careful_ordering>(); };
+  const auto careful = [&p, counter] {
+    return read_careful<K>(p, counter, [] { return kernel::now_ns(kernel_clock_of(K)); });
+  };
+  if constexpr (is_coarse(K)) {
+    return read_coarse<K, as_ns>(p, careful);
+  } else {
+    return read_fast<K>(p, counter, careful);
+  }
+}
+
+// Virtual time (vclock/ns_page.h): the host clock, mapped by the
+// namespace's line for its family. TAI maps as REALTIME does, at
+// REALTIME's host value (TAI's offset, whole seconds, is kept as it is):
+// a rate scales elapsed time, not the 37 s between the two.
+template <clock_kind K>
+[[gnu::noinline]] std::int64_t virtual_ns(const ns_page& ns) noexcept {
+  for (;;) {
+    const ns_view v = load_ns_view(ns, family_of(K));
+    std::int64_t host = 0;
+    std::int64_t tai_offset = 0;
+    if constexpr (K == clock_kind::tai) {
+      const std::int64_t real = host_ns<clock_kind::realtime>();
+      const std::int64_t tai = host_ns<clock_kind::tai>();
+      tai_offset = (tai - real + ns_per_s / 2) / ns_per_s * ns_per_s;
+      host = tai - tai_offset;
+    } else {
+      host = host_ns<K>();
+    }
+    if (still_current(ns, v)) return to_virtual(v, host) + tai_offset;
+  }
+}
+
+// In a process that joined a namespace, the_page never lets a read finish
+// on the fast path: every read comes here, and is virtual.
 template <clock_kind K>
 [[gnu::cold, gnu::noinline]] std::int64_t careful_ns() noexcept {
   ensure_started();
+  if (const ns_page* ns = joined_namespace; ns != nullptr) [[unlikely]] {
+    return virtual_ns<K>(*ns);
+  }
   return read_careful<K>(
       the_page, [] { return arch::read_counter<careful_ordering>(); },
       [] { return kernel::now_ns(kernel_clock_of(K)); });
@@ -324,7 +368,7 @@ VCLOCK_API int vclock_getres(clockid_t clock, timespec* res) noexcept {
   }
   if (res != nullptr && (clock == CLOCK_REALTIME_COARSE || clock == CLOCK_MONOTONIC_COARSE)) {
     // A relaxed load, not the timekeeper's lock: this stays async-signal-safe.
-    const std::int64_t tick = d::load_relaxed(d::the_page.tick_ns);
+    const std::int64_t tick = d::load_relaxed(d::host_page->tick_ns);
     const std::int64_t kernel_res = res->tv_sec * 1'000'000'000 + res->tv_nsec;
     if (tick > kernel_res) {
       res->tv_sec = static_cast<time_t>(tick / 1'000'000'000);

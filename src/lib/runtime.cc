@@ -24,6 +24,7 @@
 #include <new>
 
 #include "kernel_clock.h"
+#include "ns_join.h"
 #include "page_identity.h"
 #include "shared_page.h"
 #include "tick_loop.h"
@@ -34,6 +35,14 @@
 namespace vclock::detail {
 
 alignas(4096) page the_page{};
+
+// Virtual time: a process that joined a namespace reads its host time from
+// a page of its own (the daemon's, mapped here, or its timekeeper's), and
+// the namespace's parameters from the page mapped over the_ns_page.
+alignas(4096) page the_host_page{};
+alignas(4096) ns_page the_ns_page{};
+const ns_page* joined_namespace = nullptr;
+const page* host_page = &the_page;
 
 namespace {
 
@@ -61,6 +70,8 @@ trust_verdict verdict;  // written once, in the constructor
 page_source source = page_source::kernel;
 attach_result attach_outcome;
 char attached_path[256] = {};
+ns_join_result ns_outcome;
+char ns_file[256] = {};
 
 // Static storage, never destroyed: the thread may still tick while the
 // process runs its exit handlers.
@@ -181,12 +192,44 @@ const char* page_path_from_environment() noexcept {
 
 // Maps vclockd's page over the_page if there is a good one. The page's
 // address stays the link-time constant every reader was compiled against.
-bool attach_to_daemon(const machine_identity& identity) noexcept {
+bool attach_to_daemon(const machine_identity& identity, page* where) noexcept {
   const char* path = page_path_from_environment();
   if (path == nullptr) return false;
   std::snprintf(attached_path, sizeof(attached_path), "%s", path);
-  attach_outcome = attach_shared_page(path, &the_page, identity);
+  attach_outcome = attach_shared_page(path, where, identity);
   return attach_outcome.refusal == page_refusal::none;
+}
+
+// VCLOCK_NS (secure_getenv: a setuid program joins nothing). Joined, the
+// process's host time moves to the_host_page; the_page is left odd for
+// good (below), so that every read leaves the fast path for the careful
+// one, which applies the namespace: a process in no namespace runs the
+// same instructions as before namespaces existed.
+void join_namespace_from_environment() noexcept {
+  const char* spec = secure_getenv(ns_env);
+  if (spec == nullptr || spec[0] == '\0') return;
+  const char* runtime_dir = secure_getenv("XDG_RUNTIME_DIR");
+  char user_directory[200];
+  const bool have_user = runtime_dir != nullptr && runtime_dir[0] == '/' &&
+                         std::snprintf(user_directory, sizeof(user_directory), "%s/vclock/ns",
+                                       runtime_dir) < static_cast<int>(sizeof(user_directory));
+  if (!ns_path_of(spec, have_user ? user_directory : nullptr, ns_file, sizeof(ns_file))) {
+    ns_outcome.refusal = ns_refusal::bad_name;
+    std::snprintf(ns_file, sizeof(ns_file), "%s", spec);
+    return;
+  }
+  ns_outcome = join_ns_page(ns_file, &the_ns_page);
+  if (ns_outcome.refusal != ns_refusal::none) return;
+  joined_namespace = &the_ns_page;
+  host_page = &the_host_page;
+}
+
+// Both lines odd and the coarse line odd, never written again: no read of
+// the_page ever completes on the fast path.
+void leave_the_fast_path_for_good() noexcept {
+  store(the_page.hot.seq, 1u);
+  store(the_page.backup.seq, 1u);
+  store(the_page.coarse.seq, 1u);
 }
 
 // Everything that is not async-signal-safe happens here, once, as the
@@ -208,20 +251,26 @@ bool attach_to_daemon(const machine_identity& identity) noexcept {
   pthread_mutex_lock(&timekeeper_lock);
   verdict = decide_trust();
   const machine_identity identity = read_machine_identity();
-  if (verdict.reason == fallback_reason::none && attach_to_daemon(identity)) {
+  join_namespace_from_environment();
+  if (joined_namespace != nullptr) {
+    write_header(the_page.header, identity, 0);
+    leave_the_fast_path_for_good();
+  }
+  page& host = joined_namespace != nullptr ? the_host_page : the_page;
+  if (verdict.reason == fallback_reason::none && attach_to_daemon(identity, &host)) {
     source = page_source::shared;  // no timekeeper, no thread: the daemon's
     pthread_mutex_unlock(&timekeeper_lock);
     return;
   }
 #if defined(VCLOCK_SHIM_BUILD)
-  write_header(the_page.header, identity, 0);  // and the page stays off: the kernel answers
+  write_header(host.header, identity, 0);  // and the page stays off: the kernel answers
   pthread_mutex_unlock(&timekeeper_lock);
   return;
 #endif
-  write_header(the_page.header, identity, 0);
+  write_header(host.header, identity, 0);
   auto* sources = new (sources_storage) system_sources();
-  auto* tk = new (timekeeper_storage) timekeeper(the_page, *sources, config_from_environment());
-  store_relaxed(the_page.counter_trusted, verdict.reason == fallback_reason::none ? 1u : 0u);
+  auto* tk = new (timekeeper_storage) timekeeper(host, *sources, config_from_environment());
+  store_relaxed(host.counter_trusted, verdict.reason == fallback_reason::none ? 1u : 0u);
   tk->start();
   if (verdict.reason != fallback_reason::none) {
     tk->disable(verdict.reason);
@@ -254,5 +303,9 @@ page_source current_source() noexcept { return source; }
 const char* page_path() noexcept { return attached_path; }
 
 attach_result page_attach_outcome() noexcept { return attach_outcome; }
+
+const char* namespace_file() noexcept { return ns_file; }
+
+ns_join_result namespace_outcome() noexcept { return ns_outcome; }
 
 }  // namespace vclock::detail

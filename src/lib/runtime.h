@@ -3,6 +3,7 @@
 #ifndef VCLOCK_SRC_LIB_RUNTIME_H_
 #define VCLOCK_SRC_LIB_RUNTIME_H_
 
+#include "ns_join.h"
 #include "shared_page.h"
 #include "timekeeper.h"
 #include "vclock/page.h"
@@ -15,6 +16,12 @@ namespace vclock::detail {
 // RIP-relative, without a GOT load (the CLI and tests link the static
 // library and see it too).
 [[gnu::visibility("hidden")]] extern page the_page;
+
+// Virtual time (ns_join.h): the namespace this process joined when the
+// library was loaded (nullptr: none, and then host_page is &the_page), and
+// the page its host time comes from. Written once, in the constructor.
+[[gnu::visibility("hidden")]] extern const ns_page* joined_namespace;
+[[gnu::visibility("hidden")]] extern const page* host_page;
 
 // Wakes the timekeeper thread, created asleep when the library was loaded
 // (or in a child after fork), on a process's first call. Async-signal-safe
@@ -30,6 +37,10 @@ page_source current_source() noexcept;
 // it was refused (refusal none when attached or never tried).
 const char* page_path() noexcept;
 attach_result page_attach_outcome() noexcept;
+// The namespace file that was tried ("" when VCLOCK_NS is unset) and why
+// it was refused (none when joined or never tried).
+const char* namespace_file() noexcept;
+ns_join_result namespace_outcome() noexcept;
 
 }  // namespace vclock::detail
 

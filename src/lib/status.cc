@@ -39,7 +39,7 @@ std::int64_t offset_now(clockid_t clock) {
 
 status_snapshot read_status(int wait_ms) {
   (void)vclock_gettime_ns(CLOCK_MONOTONIC);  // starts the timekeeper
-  const page& p = detail::the_page;
+  const page& p = *detail::host_page;
   // Wait for calibration, then for a few ticks, so the error figures come
   // from the discipline rather than from the first publish.
   for (int i = 0; i < wait_ms; ++i) {
@@ -68,6 +68,12 @@ status_snapshot read_status(int wait_ms) {
   if (attach.refusal != page_refusal::none && attach.refusal != page_refusal::not_found) {
     s.page_refused = page_refusal_text(attach.refusal);
     if (attach.error != 0) s.page_refused += std::string(": ") + std::strerror(attach.error);
+  }
+  const ns_join_result joined = detail::namespace_outcome();
+  if (detail::joined_namespace != nullptr) s.ns = detail::namespace_file();
+  if (joined.refusal != ns_refusal::none) {
+    s.ns_refused = std::string(detail::namespace_file()) + ": " + ns_refusal_text(joined.refusal);
+    if (joined.error != 0) s.ns_refused += std::string(": ") + std::strerror(joined.error);
   }
   if (detail::current_source() == detail::page_source::shared) {
     s.daemon_pid = detail::load_relaxed(p.header.writer_pid);

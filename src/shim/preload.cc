@@ -129,7 +129,10 @@ struct chosen_functions {
 // the kernel, a little slower than the kernel's own: pass through instead.
 chosen_functions choose() noexcept {
   mode m = chosen_mode();
-  if (m == mode::plain && detail::current_source() != detail::page_source::shared) {
+  // (A process in a virtual-time namespace is served always: its time is
+  // not the kernel's.)
+  if (m == mode::plain && detail::current_source() != detail::page_source::shared &&
+      detail::joined_namespace == nullptr) {
     m = mode::pass_through;
   }
   switch (m) {

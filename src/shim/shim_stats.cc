@@ -45,7 +45,7 @@ bool page_serves(clockid_t clock) noexcept {
 // careful path from the page). A read racing a mode change may be counted
 // on either side.
 bool page_in_counter_mode() noexcept {
-  const clock_line& hot = detail::the_page.hot;
+  const clock_line& hot = detail::host_page->hot;
   const std::uint64_t max_delta = detail::load_relaxed(hot.max_delta);
   if (max_delta == 0) return false;
   const std::uint64_t delta = arch::read_counter<arch::counter_ordering::none>().value -

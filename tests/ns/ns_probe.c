@@ -1,0 +1,87 @@
+/* Reads the clocks through libc (the shim answers, in virtual time) and the
+ * host's through the raw system call (nobody answers but the kernel), for
+ * tests/ns/run.sh.
+ *   ns_probe now        one line: virtual and host REALTIME, MONOTONIC,
+ *                       BOOTTIME, and virtual TAI - REALTIME, in ns
+ *   ns_probe watch MS   reads every clock in a loop for MS host ms; exit 1
+ *                       if a monotonic clock went back; one line: reads,
+ *                       backward, the virtual time each clock advanced,
+ *                       host ms elapsed, first and last virtual REALTIME */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t ns_of(const struct timespec* t) {
+  return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static int64_t virt(clockid_t c) {
+  struct timespec t;
+  if (clock_gettime(c, &t) != 0) {
+    perror("clock_gettime");
+    exit(2);
+  }
+  return ns_of(&t);
+}
+
+static int64_t host(clockid_t c) {
+  struct timespec t;
+  if (syscall(SYS_clock_gettime, c, &t) != 0) {
+    perror("SYS_clock_gettime");
+    exit(2);
+  }
+  return ns_of(&t);
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "now") == 0) {
+    printf(
+        "virtual_realtime %lld host_realtime %lld virtual_monotonic %lld host_monotonic %lld "
+        "virtual_boottime %lld host_boottime %lld tai_minus_realtime %lld\n",
+        (long long)virt(CLOCK_REALTIME), (long long)host(CLOCK_REALTIME),
+        (long long)virt(CLOCK_MONOTONIC), (long long)host(CLOCK_MONOTONIC),
+        (long long)virt(CLOCK_BOOTTIME), (long long)host(CLOCK_BOOTTIME),
+        (long long)(virt(CLOCK_TAI) - virt(CLOCK_REALTIME)));
+    return 0;
+  }
+  if (argc >= 3 && strcmp(argv[1], "watch") == 0) {
+    const clockid_t mono[] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, CLOCK_BOOTTIME,
+                              CLOCK_MONOTONIC_COARSE};
+    const int n = (int)(sizeof(mono) / sizeof(mono[0]));
+    int64_t first[4], last[4];
+    for (int i = 0; i < n; ++i) first[i] = last[i] = virt(mono[i]);
+    const int64_t real_first = virt(CLOCK_REALTIME);
+    int64_t real_last = real_first;
+    const int64_t start = host(CLOCK_MONOTONIC);
+    const int64_t span = atoll(argv[2]) * 1000000;
+    long long reads = 0, backward = 0;
+    while (host(CLOCK_MONOTONIC) - start < span) {
+      for (int i = 0; i < n; ++i) {
+        const int64_t v = virt(mono[i]);
+        if (v < last[i]) {
+          ++backward;
+          fprintf(stderr, "clock %d went back by %lld ns\n", (int)mono[i],
+                  (long long)(last[i] - v));
+        }
+        last[i] = v;
+      }
+      real_last = virt(CLOCK_REALTIME);
+      ++reads;
+    }
+    const int64_t elapsed = host(CLOCK_MONOTONIC) - start;
+    printf(
+        "reads %lld backward %lld monotonic %lld raw %lld boottime %lld coarse %lld "
+        "host_ms %lld realtime_first %lld realtime_last %lld\n",
+        reads, backward, (long long)(last[0] - first[0]), (long long)(last[1] - first[1]),
+        (long long)(last[2] - first[2]), (long long)(last[3] - first[3]),
+        (long long)(elapsed / 1000000), (long long)real_first, (long long)real_last);
+    return backward == 0 ? 0 : 1;
+  }
+  fprintf(stderr, "usage: ns_probe now | watch MS\n");
+  return 2;
+}

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Virtual time, end to end: `vclock run` TIME OPTIONS and `vclock ns` on real programs (the
+# probe, coreutils, python3), through the shim. Every figure is checked against the host's
+# clocks read outside the namespace (the raw system call, or this script's own `date`).
+#   usage: run.sh VCLOCK SHIM NS_PROBE
+# Exit 0 all passed, 1 a case failed, 77 skipped (no python3 is not a skip: its cases are).
+set -uo pipefail
+
+vclock=$1
+shim=$2
+probe=$3
+export VCLOCK_SHIM=$shim
+unset VCLOCK_NS LD_PRELOAD
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/vclock-ns-test.XXXXXX")
+chmod 755 "$work"
+if [[ $(id -u) -ne 0 && -z ${XDG_RUNTIME_DIR:-} ]]; then
+  export XDG_RUNTIME_DIR=$work/runtime
+  mkdir -m 700 "$XDG_RUNTIME_DIR"
+fi
+prefix="vclock-test-$$"
+names=()
+bg_pids=()
+cleanup() {
+  for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null; done
+  for name in "${names[@]}"; do "$vclock" ns rm "$name" >/dev/null 2>&1; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+pass() { echo "PASS  $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+now_ns() { date +%s%N; }
+field() { # LINE NAME: the value after NAME in a "name value name value" line
+  awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$1"
+}
+# within VALUE LOW HIGH (integers)
+within() { (($1 >= $2 && $1 <= $3)); }
+new_name() { # VAR: a fresh namespace name, removed at exit
+  local n="$prefix-$1"
+  names+=("$n")
+  printf -v "$2" '%s' "$n"
+}
+s=1000000000
+
+# --- Offsets: each clock family moves by its own ---------------------------------------------
+out=$("$vclock" run --realtime +1d --monotonic +1h --boottime +2h -- "$probe" now)
+d_real=$(($(field "$out" virtual_realtime) - $(field "$out" host_realtime)))
+d_mono=$(($(field "$out" virtual_monotonic) - $(field "$out" host_monotonic)))
+d_boot=$(($(field "$out" virtual_boottime) - $(field "$out" host_boottime)))
+if within $d_real $((86400 * s - s)) $((86400 * s + s)) &&
+  within $d_mono $((3600 * s - s)) $((3600 * s + s)) &&
+  within $d_boot $((7200 * s - s)) $((7200 * s + s)); then
+  pass "offsets: REALTIME +$((d_real / s)) s, MONOTONIC +$((d_mono / s)) s, BOOTTIME +$((d_boot / s)) s"
+else
+  fail "offsets: REALTIME $d_real, MONOTONIC $d_mono, BOOTTIME $d_boot ns ($out)"
+fi
+tai=$(field "$out" tai_minus_realtime)
+host_tai=$("$probe" now | awk '{ print $NF }')
+# Whole seconds (the two reads of each pair are some ns apart).
+if ((tai / 1000 == host_tai / 1000 || (tai + s / 2) / s == (host_tai + s / 2) / s)); then
+  pass "TAI keeps its offset from REALTIME ($(((tai + s / 2) / s)) s)"
+else
+  fail "TAI - REALTIME is $tai in the namespace, $host_tai outside"
+fi
+# date(1), a program nobody here wrote.
+day=$("$vclock" run --realtime-at 2030-06-15T12:00:00Z -- date -u +%F)
+[[ $day == 2030-06-15 ]] && pass "date under --realtime-at: $day" || fail "date says $day"
+
+# --- Frozen: no clock moves; a rate: every clock moves at it ---------------------------------
+out=$("$vclock" run --frozen --realtime-at @1000000000 -- "$probe" watch 300)
+if [[ $(field "$out" monotonic) == 0 && $(field "$out" raw) == 0 && $(field "$out" coarse) == 0 &&
+  $(field "$out" realtime_first) == 1000000000000000000 &&
+  $(field "$out" realtime_last) == 1000000000000000000 ]] && (($(field "$out" host_ms) >= 300)); then
+  pass "frozen: nothing moved in $(field "$out" host_ms) host ms ($(field "$out" reads) reads)"
+else
+  fail "frozen: $out"
+fi
+for rate in 4 0.25; do
+  out=$("$vclock" run --rate $rate -- "$probe" watch 500)
+  host_ms=$(field "$out" host_ms)
+  ok=1
+  for clock in monotonic raw boottime; do
+    ratio_x100=$(($(field "$out" $clock) / 10000 / host_ms))
+    if [[ $rate == 4 ]]; then within $ratio_x100 390 410 || ok=0; else within $ratio_x100 24 26 || ok=0; fi
+  done
+  real_ratio=$((($(field "$out" realtime_last) - $(field "$out" realtime_first)) / 10000 / host_ms))
+  if ((ok)) && [[ $(field "$out" backward) == 0 ]]; then
+    pass "rate $rate: MONOTONIC x$((ratio_x100))/100, REALTIME x$real_ratio/100 over $host_ms host ms"
+  else
+    fail "rate $rate: $out"
+  fi
+done
+
+# --- Sleeps and timeouts follow virtual time -------------------------------------------------
+t0=$(now_ns)
+"$vclock" run --rate 4 -- sleep 2
+ms=$((($(now_ns) - t0) / 1000000))
+within $ms 450 1400 && pass "rate 4: sleep 2 took $ms host ms" || fail "rate 4: sleep 2 took $ms ms"
+t0=$(now_ns)
+timeout 10 "$vclock" run --monotonic +1h --realtime -1d -- sleep 0.3
+ms=$((($(now_ns) - t0) / 1000000))
+within $ms 290 1500 && pass "offsets: sleep 0.3 took $ms host ms" || fail "offsets: sleep 0.3 took $ms ms"
+python=$(command -v python3 || true)
+if [[ -n $python ]]; then
+  waits='
+import os, select, threading, time
+def host(): return os.times().elapsed
+out = []
+def cond():
+    c = threading.Condition()
+    with c: c.wait(1.0)
+for name, wait in (("sleep", lambda: time.sleep(1.0)),
+                   ("select", lambda: select.select([], [], [], 1.0)),
+                   ("event", lambda: threading.Event().wait(1.0)),
+                   ("condition", cond)):
+    h, v = host(), time.monotonic()
+    wait()
+    out.append("%s %d %d" % (name, round((time.monotonic() - v) * 1000), round((host() - h) * 1000)))
+print(" ".join(out))'
+  for opts in "--rate 4" "--monotonic +1h --realtime -1d"; do
+    out=$(timeout 30 "$vclock" run $opts -- "$python" -c "$waits")
+    ok=1
+    for name in sleep select event condition; do
+      read -r virtual host < <(awk -v k=$name '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1), $(i + 2) }' <<<"$out")
+      [[ -z ${virtual:-} ]] && ok=0 && continue
+      if [[ $opts == --rate* ]]; then
+        within "$virtual" 1000 1100 && within "$host" 240 400 || ok=0
+      else
+        within "$virtual" 1000 1100 && within "$host" 990 1300 || ok=0
+      fi
+    done
+    ((ok)) && pass "python3 waits ($opts), virtual/host ms: $out" || fail "python3 waits ($opts): $out"
+  done
+else
+  echo "SKIP  python3 waits: no python3"
+fi
+
+# --- Named namespaces: changes reach running processes at once -------------------------------
+new_name live live
+"$vclock" ns create "$live" || fail "ns create $live"
+"$vclock" run --ns "$live" -- "$probe" watch 1500 >"$work/live.out" 2>&1 &
+bg_pids+=($!)
+watcher=$!
+sleep 0.5
+"$vclock" ns set "$live" --rate 10 || fail "ns set --rate 10"
+sleep 0.5
+"$vclock" ns set "$live" --frozen || fail "ns set --frozen"
+wait "$watcher"
+rc=$?
+out=$(cat "$work/live.out")
+mono=$(field "$out" monotonic)
+# 0.5 s at rate 1, 0.5 s at rate 10, then frozen: about 5.5 s of MONOTONIC.
+if ((rc == 0)) && within "$mono" $((4 * s)) $((7 * s)); then
+  pass "live changes: rate 1, 10, frozen: MONOTONIC advanced $((mono / 1000000)) ms in $(field "$out" host_ms) host ms, never back"
+else
+  fail "live changes (exit $rc): $out"
+fi
+show=$("$vclock" ns show "$live" --json)
+grep -q '"frozen": true' <<<"$show" && grep -q '"generation": 3' <<<"$show" &&
+  pass "ns show --json: frozen, generation 3" || fail "ns show: $show"
+grep -q "^$live	" < <("$vclock" ns list) && pass "ns list names it" || fail "ns list"
+
+# A sleeper in a frozen namespace wakes when it is thawed (the futex on the page).
+t0=$(now_ns)
+timeout 20 "$vclock" run --ns "$live" -- sleep 0.5 &
+sleeper=$!
+bg_pids+=($sleeper)
+sleep 0.6
+"$vclock" ns set "$live" --thaw --rate 1 || fail "ns set --thaw"
+wait "$sleeper"
+ms=$((($(now_ns) - t0) / 1000000))
+within $ms 1000 2500 && pass "frozen sleep 0.5 woke $ms host ms after start, thawed at 600" ||
+  fail "frozen sleep: $ms ms"
+
+# Monotonic clocks never step back unless allowed; REALTIME may.
+out=$("$vclock" ns set "$live" --monotonic -1s 2>&1)
+rc=$?
+((rc == 1)) && grep -q 'step back' <<<"$out" && pass "ns set --monotonic -1s refused: $out" ||
+  fail "ns set --monotonic -1s: exit $rc: $out"
+"$vclock" ns set "$live" --realtime -1d && pass "ns set --realtime -1d (REALTIME may step)" ||
+  fail "ns set --realtime -1d"
+
+# Removed while in use: the process keeps the last parameters.
+"$vclock" run --ns "$live" -- "$probe" watch 600 >"$work/rm.out" 2>&1 &
+watcher=$!
+bg_pids+=($watcher)
+sleep 0.2
+"$vclock" ns rm "$live"
+wait "$watcher" && pass "ns rm while in use: $(cat "$work/rm.out" | cut -c1-60)..." ||
+  fail "ns rm while in use: $(cat "$work/rm.out")"
+
+# --- Bad input: one line, exit 2 (1 for a failed change), never a wrong time ----------------
+expect() { # EXIT PATTERN LABEL CMD...
+  local want=$1 pattern=$2 label=$3
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if ((rc == want)) && grep -q -- "$pattern" <<<"$out" && (($(wc -l <<<"$out") == 1)); then
+    pass "$label: exit $rc: $out"
+  else
+    fail "$label: exit $rc (want $want): $out"
+  fi
+}
+expect 2 'out of range' "rate 0" "$vclock" run --rate 0 -- true
+expect 2 'not a rate' "rate nan" "$vclock" run --rate nan -- true
+expect 2 'unknown unit' "duration 1x" "$vclock" run --realtime 1x -- true
+expect 2 'no such date' "date 2030-02-30" "$vclock" run --realtime-at 2030-02-30T00:00:00Z -- true
+expect 2 'out of range' "offset past int64" "$vclock" run --realtime +300000d -- true
+expect 2 'no such namespace' "unknown namespace" "$vclock" run --ns "$prefix-none" -- true
+expect 2 'neither a namespace name' "bad name" "$vclock" run --ns ../x -- true
+expect 2 'joins a namespace as it is' "--ns with options" "$vclock" run --ns x --rate 2 -- true
+expect 1 'no such namespace' "set unknown" "$vclock" ns set "$prefix-none" --rate 2
+expect 1 'no such namespace' "show unknown" "$vclock" ns show "$prefix-none"
+expect 2 'unknown subcommand' "ns bogus" "$vclock" ns bogus
+new_name twice twice
+"$vclock" ns create "$twice"
+expect 1 'exists' "create twice" "$vclock" ns create "$twice"
+expect 2 'nothing to change' "set nothing" "$vclock" ns set "$twice"
+if [[ $(id -u) -eq 0 ]]; then
+  file=$("$vclock" ns show "$twice" --json | awk -F'"' '/"file"/ { print $4 }')
+  chmod 664 "$file"
+  expect 2 'writable by group' "group-writable namespace" "$vclock" run --ns "$twice" -- true
+  chmod 644 "$file"
+  chown 1 "$file"
+  expect 2 'owned by neither' "foreign-owned namespace" "$vclock" run --ns "$twice" -- true
+  chown 0 "$file"
+else
+  echo "SKIP  foreign-owned namespace: needs root to chown"
+fi
+
+# --- Nothing left behind, nothing outside moved ----------------------------------------------
+leftover=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'vclock-ns.*' -newer "$work" 2>/dev/null | head -3)
+sleep 0.2
+leftover=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'vclock-ns.*' -newer "$work" 2>/dev/null | head -3)
+[[ -z $leftover ]] && pass "anonymous namespaces removed" || fail "left behind: $leftover"
+out=$("$probe" now)
+d=$(($(field "$out" virtual_realtime) - $(field "$out" host_realtime)))
+within $d -$s $s && pass "outside a namespace: host time" || fail "outside: $out"
+
+echo "== $passed passed, $failed failed"
+((failed == 0))
