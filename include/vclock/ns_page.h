@@ -115,11 +115,15 @@ __extension__ typedef __int128 ns_int128;  // GCC and clang on 64-bit targets
 // rate reaches: the writer refuses parameters that start beyond them.
 [[gnu::always_inline]] inline std::int64_t ns_map(const ns_anchor& a, std::uint64_t rate_q32,
                                                   std::int64_t h) noexcept {
+  std::int64_t v = 0;
+  if (rate_q32 == rate_one_q32 && !__builtin_add_overflow(a.virtual_ns, h - a.host_ns, &v)) {
+    return v;  // offsets only: an add (h - host_ns cannot overflow: both are times)
+  }
   const ns_int128 span = static_cast<ns_int128>(h) - a.host_ns;
-  const ns_int128 v = a.virtual_ns + ((span * static_cast<ns_int128>(rate_q32)) >> 32);
+  const ns_int128 w = a.virtual_ns + ((span * static_cast<ns_int128>(rate_q32)) >> 32);
   constexpr ns_int128 hi = INT64_MAX;
   constexpr ns_int128 lo = INT64_MIN;
-  return static_cast<std::int64_t>(v > hi ? hi : (v < lo ? lo : v));
+  return static_cast<std::int64_t>(w > hi ? hi : (w < lo ? lo : w));
 }
 
 [[gnu::always_inline]] inline std::int64_t ns_map(const ns_line& l, std::uint64_t rate_before_q32,

@@ -17,7 +17,9 @@
 #include "lib/kernel_clock.h"
 #include "lib/ordering.h"
 #include "lib/runtime.h"
+#include "ns_store.h"
 #include "run.h"
+#include "time_options.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
@@ -126,6 +128,11 @@ struct loaded_shim {
 };
 loaded_shim vclock_shim;
 loaded_shim faketime_shim;
+// The shim again, in a virtual-time namespace: a copy of the file, so that
+// dlopen loads a second instance, whose constructor joins the namespace
+// that VCLOCK_NS names while it runs. Offsets only, and a rate.
+loaded_shim ns_offsets_shim;
+loaded_shim ns_rate_shim;
 
 template <const loaded_shim& S, clockid_t C>
 std::uint64_t shim_ts() noexcept {
@@ -146,6 +153,33 @@ bool load_shim(const std::string& path, loaded_shim& out) {
   out.time = reinterpret_cast<time_t (*)(time_t*)>(dlsym(handle, "time"));
   if (out.gettime == nullptr || out.time == nullptr) out = {};
   return out.gettime != nullptr;
+}
+
+// Loads a copy of `shim` joined to a new namespace with `options`; the
+// files are removed at once (the mappings keep them).
+bool load_shim_in_namespace(const std::string& shim, const time_options& options,
+                            loaded_shim& out) {
+  std::string dir = "/tmp/vclock-bench-ns.XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) return false;
+  const std::string ns = dir + "/ns";
+  const std::string copy = dir + "/libvclock_preload_ns.so";
+  std::string error;
+  bool ok = create_ns_file(ns, "", options, error);
+  if (ok) {
+    std::ifstream in(shim, std::ios::binary);
+    std::ofstream to(copy, std::ios::binary);
+    to << in.rdbuf();
+    ok = static_cast<bool>(to);
+  }
+  if (ok) {
+    setenv("VCLOCK_NS", ns.c_str(), 1);
+    ok = load_shim(copy, out);
+    unsetenv("VCLOCK_NS");
+  }
+  unlink(copy.c_str());
+  unlink(ns.c_str());
+  rmdir(dir.c_str());
+  return ok;
 }
 
 template <arch::counter_ordering O>
@@ -414,6 +448,15 @@ void prepare_contenders() {
     const timespec calibration{0, 300'000'000};
     nanosleep(&calibration, nullptr);
   }
+  if (vclock_shim.gettime != nullptr) {
+    time_options offsets;
+    offsets.realtime_offset_ns = std::int64_t{86400} * 1'000'000'000;
+    offsets.monotonic_offset_ns = std::int64_t{3600} * 1'000'000'000;
+    load_shim_in_namespace(shim, offsets, ns_offsets_shim);
+    time_options rate;
+    rate.rate_q32 = std::uint64_t{2} << 32;
+    load_shim_in_namespace(shim, rate, ns_rate_shim);
+  }
   setenv("FAKETIME", "+0", 0);
   for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
                            "/usr/lib/faketime/libfaketime.so.1", "libfaketime.so.1"}) {
@@ -431,6 +474,14 @@ std::vector<contender> hot_contenders() {
   if (vclock_shim.gettime != nullptr) {
     out.push_back(make<shim_ts<vclock_shim, CLOCK_MONOTONIC>>(
         "shim", "libvclock_preload clock_gettime", "MONOTONIC"));
+  }
+  if (ns_offsets_shim.gettime != nullptr) {
+    out.push_back(make<shim_ts<ns_offsets_shim, CLOCK_MONOTONIC>>(
+        "ns", "shim in a namespace, offsets: clock_gettime", "MONOTONIC"));
+  }
+  if (ns_rate_shim.gettime != nullptr) {
+    out.push_back(make<shim_ts<ns_rate_shim, CLOCK_MONOTONIC>>(
+        "ns", "shim in a namespace, rate 2: clock_gettime", "MONOTONIC"));
   }
   if (faketime_shim.gettime != nullptr) {
     out.push_back(make<shim_ts<faketime_shim, CLOCK_MONOTONIC>>(

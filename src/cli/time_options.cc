@@ -144,7 +144,8 @@ bool parse_iso8601(std::string_view text, std::int64_t& ns, std::string& error) 
     return false;
   }
   const std::int64_t days = days_from_civil(year, month, day);
-  const std::int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second;
+  const std::int64_t seconds =
+      days * 86400 + std::int64_t{hour} * 3600 + std::int64_t{minute} * 60 + second;
   // int64 ns reach 1677-09-21 to 2262-04-11.
   if (seconds < INT64_MIN / ns_per_s + 1 || seconds > INT64_MAX / ns_per_s - 1) {
     error = "out of range (int64 nanoseconds: 1677 to 2262)";

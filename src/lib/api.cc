@@ -33,18 +33,22 @@ constexpr counter_ordering careful_ordering = counter_ordering::ordered;
 #endif
 
 // Host time in a process that joined a namespace: its host page read as
-// the_page is read elsewhere (fast path, then careful path).
+// the_page is read elsewhere (fast path with the caller's ordering, then
+// careful path, out of line).
 template <clock_kind K>
-std::int64_t host_ns() noexcept {
-  const page& p = *host_page;
-  const auto counter = [] { return arch::read_counter<careful_ordering>(); };
-  const auto careful = [&p, counter] {
-    return read_careful<K>(p, counter, [] { return kernel::now_ns(kernel_clock_of(K)); });
-  };
+[[gnu::cold, gnu::noinline]] std::int64_t host_careful_ns() noexcept {
+  return read_careful<K>(
+      *host_page, [] { return arch::read_counter<careful_ordering>(); },
+      [] { return kernel::now_ns(kernel_clock_of(K)); });
+}
+
+template <clock_kind K, counter_ordering O>
+[[gnu::always_inline]] inline std::int64_t host_ns() noexcept {
   if constexpr (is_coarse(K)) {
-    return read_coarse<K, as_ns>(p, careful);
+    return read_coarse<K, as_ns>(*host_page, [] { return host_careful_ns<K>(); });
   } else {
-    return read_fast<K>(p, counter, careful);
+    return read_fast<K>(
+        *host_page, [] { return arch::read_counter<O>(); }, [] { return host_careful_ns<K>(); });
   }
 }
 
@@ -52,31 +56,32 @@ std::int64_t host_ns() noexcept {
 // namespace's line for its family. TAI maps as REALTIME does, at
 // REALTIME's host value (TAI's offset, whole seconds, is kept as it is):
 // a rate scales elapsed time, not the 37 s between the two.
-template <clock_kind K>
+template <clock_kind K, counter_ordering O>
 [[gnu::noinline]] std::int64_t virtual_ns(const ns_page& ns) noexcept {
   for (;;) {
     const ns_view v = load_ns_view(ns, family_of(K));
     std::int64_t host = 0;
     std::int64_t tai_offset = 0;
     if constexpr (K == clock_kind::tai) {
-      const std::int64_t real = host_ns<clock_kind::realtime>();
-      const std::int64_t tai = host_ns<clock_kind::tai>();
+      const std::int64_t real = host_ns<clock_kind::realtime, O>();
+      const std::int64_t tai = host_ns<clock_kind::tai, O>();
       tai_offset = (tai - real + ns_per_s / 2) / ns_per_s * ns_per_s;
       host = tai - tai_offset;
     } else {
-      host = host_ns<K>();
+      host = host_ns<K, O>();
     }
     if (still_current(ns, v)) return to_virtual(v, host) + tai_offset;
   }
 }
 
 // In a process that joined a namespace, the_page never lets a read finish
-// on the fast path: every read comes here, and is virtual.
-template <clock_kind K>
+// on the fast path: every read comes here, and is virtual. O: the ordering
+// of the entry point that came here (the coarse clocks read no counter).
+template <clock_kind K, counter_ordering O = careful_ordering>
 [[gnu::cold, gnu::noinline]] std::int64_t careful_ns() noexcept {
   ensure_started();
   if (const ns_page* ns = joined_namespace; ns != nullptr) [[unlikely]] {
-    return virtual_ns<K>(*ns);
+    return virtual_ns<K, O>(*ns);
   }
   return read_careful<K>(
       the_page, [] { return arch::read_counter<careful_ordering>(); },
@@ -86,22 +91,22 @@ template <clock_kind K>
 // The careful path of a timespec entry point, storing the result itself:
 // the fast path reaches it by a tail jump, so it needs no stack frame to
 // keep `ts` across a call.
-template <clock_kind K>
+template <clock_kind K, counter_ordering O = careful_ordering>
 [[gnu::cold, gnu::noinline]] int careful_timespec(timespec* ts) noexcept {
-  *ts = as_timespec::from_ns(careful_ns<K>());
+  *ts = as_timespec::from_ns(careful_ns<K, O>());
   return 0;
 }
 
 template <clock_kind K, counter_ordering O>
 [[gnu::always_inline]] inline std::int64_t now_ns() noexcept {
   return read_fast<K>(
-      the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K>(); });
+      the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K, O>(); });
 }
 
 template <clock_kind K, counter_ordering O>
 [[gnu::always_inline]] inline timespec now_timespec() noexcept {
   return read_fast<K, as_timespec>(
-      the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K>(); });
+      the_page, [] { return arch::read_counter<O>(); }, [] { return careful_ns<K, O>(); });
 }
 
 template <clock_kind K, counter_ordering O>
@@ -112,7 +117,7 @@ template <clock_kind K, counter_ordering O>
     *ts = r;
     return 0;
   }
-  return careful_timespec<K>(ts);
+  return careful_timespec<K, O>(ts);
 }
 
 // The coarse clocks need no ordering: they read no counter. Inlined into
@@ -235,8 +240,9 @@ int gettime_or_efault(clockid_t clock, timespec* ts) noexcept {
   tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
 }
 
+template <counter_ordering O>
 [[gnu::cold, gnu::noinline]] int careful_timeval(timeval* tv) noexcept {
-  to_timeval(as_timespec::from_ns(careful_ns<clock_kind::realtime>()), tv);
+  to_timeval(as_timespec::from_ns(careful_ns<clock_kind::realtime, O>()), tv);
   return 0;
 }
 
@@ -269,7 +275,7 @@ int gettimeofday(timeval* tv, void* tz) noexcept {
     to_timeval(r, tv);
     return 0;
   }
-  return careful_timeval(tv);
+  return careful_timeval<O>(tv);
 }
 
 }  // namespace

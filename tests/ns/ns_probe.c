@@ -3,6 +3,8 @@
  * tests/ns/run.sh.
  *   ns_probe now        one line: virtual and host REALTIME, MONOTONIC,
  *                       BOOTTIME, and virtual TAI - REALTIME, in ns
+ *   ns_probe bracket    virtual MONOTONIC between two host reads, the
+ *                       narrowest of 1000 tries: "host0 H0 virtual V host1 H1"
  *   ns_probe watch MS   reads every clock in a loop for MS host ms; exit 1
  *                       if a monotonic clock went back; one line: reads,
  *                       backward, the virtual time each clock advanced,
@@ -47,6 +49,22 @@ int main(int argc, char** argv) {
         (long long)virt(CLOCK_MONOTONIC), (long long)host(CLOCK_MONOTONIC),
         (long long)virt(CLOCK_BOOTTIME), (long long)host(CLOCK_BOOTTIME),
         (long long)(virt(CLOCK_TAI) - virt(CLOCK_REALTIME)));
+    return 0;
+  }
+  if (argc >= 2 && strcmp(argv[1], "bracket") == 0) {
+    int64_t best0 = 0, best_v = 0, best1 = INT64_MAX;
+    for (int i = 0; i < 1000; ++i) {
+      const int64_t h0 = host(CLOCK_MONOTONIC);
+      const int64_t v = virt(CLOCK_MONOTONIC);
+      const int64_t h1 = host(CLOCK_MONOTONIC);
+      if (h1 - h0 < best1 - best0) {
+        best0 = h0;
+        best_v = v;
+        best1 = h1;
+      }
+    }
+    printf("host0 %lld virtual %lld host1 %lld\n", (long long)best0, (long long)best_v,
+           (long long)best1);
     return 0;
   }
   if (argc >= 3 && strcmp(argv[1], "watch") == 0) {

@@ -14,6 +14,10 @@ unset VCLOCK_NS LD_PRELOAD
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vclock-ns-test.XXXXXX")
 chmod 755 "$work"
+# The anonymous namespaces and private daemons of the commands below go here, so that what
+# other programs do in /tmp meanwhile is not taken for a leftover.
+export TMPDIR=$work/tmp
+mkdir -m 1777 "$TMPDIR"
 if [[ $(id -u) -ne 0 && -z ${XDG_RUNTIME_DIR:-} ]]; then
   export XDG_RUNTIME_DIR=$work/runtime
   mkdir -m 700 "$XDG_RUNTIME_DIR"
@@ -69,6 +73,23 @@ fi
 day=$("$vclock" run --realtime-at 2030-06-15T12:00:00Z -- date -u +%F)
 [[ $day == 2030-06-15 ]] && pass "date under --realtime-at: $day" || fail "date says $day"
 
+# Inside a kernel time namespace (unshare -T): the host clocks are the kernel namespace's, and
+# vclock's namespace applies on top of them.
+if unshare -T --monotonic 1000 --fork -- true 2>/dev/null; then
+  out=$(unshare -T --monotonic 1000 --fork -- "$vclock" run --monotonic +1h -- "$probe" now)
+  outside=$("$probe" now)
+  d_mono=$(($(field "$out" virtual_monotonic) - $(field "$out" host_monotonic)))
+  d_kernel=$(($(field "$out" host_monotonic) - $(field "$outside" host_monotonic)))
+  if within $d_mono $((3600 * s - s)) $((3600 * s + s)) &&
+    within $d_kernel $((1000 * s - s)) $((1000 * s + s)); then
+    pass "in unshare -T --monotonic 1000: kernel +$((d_kernel / s)) s, vclock +$((d_mono / s)) s on top"
+  else
+    fail "in unshare -T: $out (outside: $outside)"
+  fi
+else
+  echo "SKIP  unshare -T: not permitted here"
+fi
+
 # --- Frozen: no clock moves; a rate: every clock moves at it ---------------------------------
 out=$("$vclock" run --frozen --realtime-at @1000000000 -- "$probe" watch 300)
 if [[ $(field "$out" monotonic) == 0 && $(field "$out" raw) == 0 && $(field "$out" coarse) == 0 &&
@@ -103,6 +124,18 @@ t0=$(now_ns)
 timeout 10 "$vclock" run --monotonic +1h --realtime -1d -- sleep 0.3
 ms=$((($(now_ns) - t0) / 1000000))
 within $ms 290 1500 && pass "offsets: sleep 0.3 took $ms host ms" || fail "offsets: sleep 0.3 took $ms ms"
+cv_probe=$(dirname "$probe")/ns_cv_probe
+for opts in "--rate 4" "--monotonic +1h --realtime -1d"; do
+  out=$(timeout 30 "$vclock" run $opts -- "$cv_probe")
+  virtual=$(field "$out" virtual_ms)
+  host=$(field "$out" host_ms)
+  if [[ $opts == --rate* ]]; then
+    within "${virtual:-0}" 1000 1100 && within "${host:-0}" 240 400
+  else
+    within "${virtual:-0}" 1000 1100 && within "${host:-0}" 990 1300
+  fi && pass "C++ condition_variable::wait_until(now + 1s) ($opts): $out" ||
+    fail "C++ condition_variable ($opts): $out"
+done
 python=$(command -v python3 || true)
 if [[ -n $python ]]; then
   waits='
@@ -175,6 +208,26 @@ ms=$((($(now_ns) - t0) / 1000000))
 within $ms 1000 2500 && pass "frozen sleep 0.5 woke $ms host ms after start, thawed at 600" ||
   fail "frozen sleep: $ms ms"
 
+# Two processes of one namespace agree: each maps a host bracket to the same line (rate 3).
+"$vclock" ns set "$live" --rate 3 || fail "ns set --rate 3"
+residual() { # the virtual time less 3 x the host bracket's midpoint, and the bracket's width
+  local out h0 v h1
+  out=$("$vclock" run --ns "$live" -- "$probe" bracket)
+  h0=$(field "$out" host0)
+  v=$(field "$out" virtual)
+  h1=$(field "$out" host1)
+  echo $((v - 3 * (h0 + (h1 - h0) / 2))) $((h1 - h0))
+}
+read -r ra wa < <(residual)
+read -r rb wb < <(residual)
+gap=$((ra > rb ? ra - rb : rb - ra))
+allowed=$((1000 + 3 * (wa + wb) / 2))
+if ((gap <= allowed)); then
+  pass "two processes agree within $gap ns (allowed: 1 us + 3 x half their brackets, $allowed ns)"
+else
+  fail "two processes differ by $gap ns (brackets $wa and $wb ns)"
+fi
+
 # Monotonic clocks never step back unless allowed; REALTIME may.
 out=$("$vclock" ns set "$live" --monotonic -1s 2>&1)
 rc=$?
@@ -233,10 +286,10 @@ else
 fi
 
 # --- Nothing left behind, nothing outside moved ----------------------------------------------
-leftover=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'vclock-ns.*' -newer "$work" 2>/dev/null | head -3)
-sleep 0.2
-leftover=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'vclock-ns.*' -newer "$work" 2>/dev/null | head -3)
-[[ -z $leftover ]] && pass "anonymous namespaces removed" || fail "left behind: $leftover"
+sleep 0.3 # the last cleaners see their commands exit
+leftover=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 2>/dev/null | head -3)
+[[ -z $leftover ]] && pass "anonymous namespaces and private daemons removed" ||
+  fail "left behind: $leftover"
 out=$("$probe" now)
 d=$(($(field "$out" virtual_realtime) - $(field "$out" host_realtime)))
 within $d -$s $s && pass "outside a namespace: host time" || fail "outside: $out"

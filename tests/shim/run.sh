@@ -473,12 +473,19 @@ if ((rc == 0)); then pass "vclockd: exit 0 on SIGTERM"; else fail "vclockd: exit
 # --- `vclock run` with no vclockd: a private one per command -------------------------------
 # (Unless a vclockd serves this machine at /run/vclock/page: then `vclock run` uses it, and the
 # source is "shared" all the same.)
+# Their directories go to a TMPDIR of this test's own (sticky and open to all, like /tmp: the
+# setuid case runs `vclock run` as nobody), so that what other programs do in /tmp meanwhile
+# cannot be taken for a leftover.
 mode=run
 page=
+run_tmp=$work/run-tmp
+mkdir -m 1777 "$run_tmp"
+saved_tmpdir=${TMPDIR-}
+export TMPDIR=$run_tmp
 run_all
 sleep 0.5 # the last private daemon sees its command exit and cleans up
-leftover=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'vclock-run.*' -newer "$daemon_dir" \
-  2>/dev/null | head -n 3)
+leftover=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'vclock-run.*' 2>/dev/null | head -n 3)
+if [[ -n $saved_tmpdir ]]; then export TMPDIR=$saved_tmpdir; else unset TMPDIR; fi
 if [[ -z $leftover ]]; then
   pass "[run] every private vclockd removed its page and directory"
 else

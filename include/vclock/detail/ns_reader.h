@@ -41,7 +41,7 @@ struct ns_view {
 // The copy in force, read under its seq. The writer never writes the copy
 // in force: a retry means two changes overlapped this read (each takes
 // microseconds), so the loop ends as soon as changes pause.
-inline ns_view load_ns_view(const ns_page& p, ns_family f) noexcept {
+[[gnu::always_inline]] inline ns_view load_ns_view(const ns_page& p, ns_family f) noexcept {
   for (;;) {
     ns_view v;
     v.copy = load(p.header.current) & 1u;
@@ -67,7 +67,7 @@ inline ns_view load_ns_view(const ns_page& p, ns_family f) noexcept {
 // so before any later change's switch point (each is published before its
 // switch point comes): `v` maps it as every other reader does. A reader
 // preempted across a change must read again.
-inline bool still_current(const ns_page& p, const ns_view& v) noexcept {
+[[gnu::always_inline]] inline bool still_current(const ns_page& p, const ns_view& v) noexcept {
   return (load(p.header.current) & 1u) == v.copy && load(p.copies[v.copy].seq) == v.seq;
 }
 
