@@ -19,9 +19,9 @@ inline constexpr std::uint64_t page_magic =
 // the previous minor: a reader of an older minor ignores it, a newer
 // reader checks abi_minor before using it. History: 1 offsets, 2 each
 // clock's base, 3 the header (shared page, vclockd); 3.1 coarse_line.time_word
-// and owner words.
+// and owner words; 3.2 the error bound (bound_line).
 inline constexpr std::uint16_t page_abi_major = 3;
-inline constexpr std::uint16_t page_abi_minor = 1;
+inline constexpr std::uint16_t page_abi_minor = 2;
 inline constexpr std::uint32_t page_bytes = 4096;
 
 // Why the page cannot answer from the counter (page::mode_reason).
@@ -174,6 +174,52 @@ struct alignas(64) coarse_line {
   std::uint64_t time_word;
 };
 
+// Synchronisation status of the error bound: the values of vclock.h's
+// VCLOCK_SYNC_*.
+enum class sync_status : std::uint32_t {
+  unknown = 0,       // no bound (no source, a stale page, past the void point)
+  synced = 1,        // the source vouches for its error
+  free_running = 2,  // the source stopped answering: its error grows at its drift
+  unsynced = 3,      // the kernel (or source) says the clock is not synchronised
+  disrupted = 4,     // REALTIME was stepped or the machine resumed: until the source confirms
+};
+
+// Where the bound's source error comes from (status only).
+enum class bound_source_kind : std::uint32_t { none = 0, kernel = 1, chrony = 2, fake = 3 };
+
+// bound_line (ABI 3.2): the error bound of REALTIME (and TAI), written with
+// each update of `hot`, under hot's seq. At counter value c past
+// hot.cycle_last (delta = c - cycle_last), the true time lies within
+//   vclock's REALTIME +- (bound_ns + (delta * growth_mult >> growth_shift))
+// as long as delta < void_delta; past it, the status is unknown. The writer
+// chooses growth_shift so that delta * growth_mult < 2^64 for every delta
+// below void_delta (bound_math.h), and rounds growth_mult up.
+//   bound_ns       the half-width at cycle_last: the source's error at its
+//                  last measurement grown to cycle_last, vclock's own
+//                  deviation from the kernel (the page's lead and lag), the
+//                  source's quantisation.
+//   growth_mult    the growth per tick, << growth_shift: the source's drift
+//                  plus the largest rate by which vclock may drift from the
+//                  kernel (its slew bound), in ns per counter tick.
+//   void_delta     ticks past cycle_last after which the source's last
+//                  measurement is too old to vouch for anything.
+//   status         sync_status.
+//   source         bound_source_kind (status only).
+//   source_error_ns, source_drift_ppb: the source's figures as last read
+//                  (status only).
+struct alignas(64) bound_line {
+  std::uint32_t status;
+  std::uint32_t source;
+  std::uint32_t growth_shift;
+  std::uint32_t pad;
+  std::int64_t bound_ns;
+  std::uint64_t growth_mult;
+  std::uint64_t void_delta;
+  std::int64_t source_error_ns;
+  std::int64_t source_drift_ppb;
+  std::int64_t reserved;
+};
+
 // The page: one 4 KiB page, lines in the order a reader needs them.
 // Line `hot` is all the fine clocks read; line `coarse` all the coarse
 // clocks read. Line `backup` holds the previous parameters, frozen at the
@@ -228,7 +274,9 @@ struct alignas(4096) page {
   std::int64_t freq_ppb;             // MONOTONIC rate vs calibrated counter
   std::int64_t tick_ns;              // timekeeper period: the coarse resolution
 
-  std::uint8_t reserved[4096 - 7 * 64];  // sections of later minors; zero
+  bound_line bound;  // line 7 (ABI 3.2): read by vclock_now_bounded only
+
+  std::uint8_t reserved[4096 - 8 * 64];  // sections of later minors; zero
 };
 
 static_assert(sizeof(page_header) == 128, "the header is two cache lines");
@@ -240,6 +288,7 @@ static_assert(offsetof(clock_line, tai_offset_s) + sizeof(std::int16_t) == 64);
 static_assert(offsetof(page, header) == 0 && offsetof(page, hot) == 128);
 static_assert(offsetof(page, backup) == 192 && offsetof(page, coarse) == 256);
 static_assert(offsetof(page, mode_reason) == 320 && offsetof(page, counter_hz) == 384);
+static_assert(offsetof(page, bound) == 448 && sizeof(bound_line) == 64);
 static_assert(sizeof(page) == page_bytes, "the page is exactly one 4 KiB page");
 static_assert(std::is_standard_layout_v<page> && std::is_trivially_copyable_v<page>);
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);

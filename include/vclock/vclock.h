@@ -54,6 +54,29 @@ VCLOCK_API int vclock_gettimeofday(struct timeval* tv, void* tz) VCLOCK_NOEXCEPT
 /* time(2). */
 VCLOCK_API time_t vclock_time(time_t* t) VCLOCK_NOEXCEPT;
 
+/* Error-bounded time: an interval that contains the true time whenever the
+ * synchronisation source's own error claims hold (vclock's deviation from
+ * the kernel clock included). The midpoint is not "the true time": use the
+ * interval (wait out `latest` before acting on an order, as commit-wait
+ * does). See README.md, "Error-bounded time". */
+typedef struct vclock_bounds {
+  int64_t earliest_ns; /* the true time is not before this ... */
+  int64_t latest_ns;   /* ... and not after this (ns since the epoch) */
+  int status;          /* VCLOCK_SYNC_* */
+} vclock_bounds;
+
+enum {
+  VCLOCK_SYNC_UNKNOWN = 0,      /* no bound: earliest INT64_MIN, latest INT64_MAX */
+  VCLOCK_SYNC_SYNCED = 1,       /* the source vouches for its error */
+  VCLOCK_SYNC_FREE_RUNNING = 2, /* the source stopped; its error grows at its drift */
+  VCLOCK_SYNC_UNSYNCED = 3,     /* not synchronised: the bound is the kernel's maximum error */
+  VCLOCK_SYNC_DISRUPTED = 4     /* REALTIME was stepped, until the source confirms */
+};
+
+/* CLOCK_REALTIME or CLOCK_TAI: 0, or -1 with errno (EINVAL another clock,
+ * EFAULT a null `b`). A few ns more than vclock_gettime_ns. */
+VCLOCK_API int vclock_now_bounded(clockid_t clock, vclock_bounds* b) VCLOCK_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

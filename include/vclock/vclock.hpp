@@ -46,6 +46,23 @@ struct basic_clock {
   }
 };
 
+// The interval vclock_now_bounded() gives, as time points (see
+// vclock::system_clock::now_bounded()).
+enum class bound_status : int {
+  unknown = VCLOCK_SYNC_UNKNOWN,
+  synced = VCLOCK_SYNC_SYNCED,
+  free_running = VCLOCK_SYNC_FREE_RUNNING,
+  unsynced = VCLOCK_SYNC_UNSYNCED,
+  disrupted = VCLOCK_SYNC_DISRUPTED,
+};
+
+template <class TimePoint>
+struct basic_bounded_time {
+  TimePoint earliest;  // the true time is not before this ...
+  TimePoint latest;    // ... and not after this (unknown: the time points' extremes)
+  bound_status status;
+};
+
 // REALTIME and REALTIME_COARSE: the same epoch as std::chrono::system_clock.
 template <clockid_t Id, order O>
 struct basic_system_clock : basic_clock<Id, false, O> {
@@ -69,6 +86,17 @@ struct basic_system_clock : basic_clock<Id, false, O> {
   static time_point from_sys(const std::chrono::system_clock::time_point& t) noexcept {
     return time_point(std::chrono::duration_cast<duration>(t.time_since_epoch()));
   }
+
+  // REALTIME with its error bound (vclock_now_bounded). The midpoint is not
+  // "the true time": act on `latest` (commit-wait) or compare intervals.
+  static basic_bounded_time<time_point> now_bounded() noexcept
+    requires(Id == CLOCK_REALTIME)
+  {
+    vclock_bounds b;
+    vclock_now_bounded(CLOCK_REALTIME, &b);
+    return {time_point(duration(b.earliest_ns)), time_point(duration(b.latest_ns)),
+            static_cast<bound_status>(b.status)};
+  }
 };
 
 template <order O>
@@ -91,6 +119,8 @@ using tai_clock = clock_impl::clocks<clock_impl::order::ordered>::tai_clock;
 using raw_clock = clock_impl::clocks<clock_impl::order::ordered>::raw_clock;
 using coarse_steady_clock = clock_impl::clocks<clock_impl::order::ordered>::coarse_steady_clock;
 using coarse_system_clock = clock_impl::clocks<clock_impl::order::ordered>::coarse_system_clock;
+using bound_status = clock_impl::bound_status;
+using bounded_time = clock_impl::basic_bounded_time<system_clock::time_point>;
 
 namespace relaxed {
 using steady_clock = clock_impl::clocks<clock_impl::order::relaxed>::steady_clock;

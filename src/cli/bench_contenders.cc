@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -112,6 +113,40 @@ std::uint64_t vclock_tod() noexcept {
   timeval tv;
   vclock_gettimeofday(&tv, nullptr);
   return fold(tv);
+}
+
+// Error-bounded time: vclock's, and what ClockBound's and fbclock's clients
+// pay for theirs: a clock_gettime through libc (the vDSO) and their
+// arithmetic on a shared-memory segment (read under a generation count,
+// the bound grown by drift times the time since the daemon's update, in
+// floating point as ClockBound's client does).
+std::uint64_t vclock_bounded() noexcept {
+  vclock_bounds b;
+  vclock_now_bounded(CLOCK_REALTIME, &b);
+  return static_cast<std::uint64_t>(b.earliest_ns ^ b.latest_ns);
+}
+
+struct shm_bound {  // as a ClockBound-like daemon would publish it
+  std::atomic<std::uint32_t> generation{2};
+  std::int64_t as_of_ns = 0;
+  std::int64_t bound_ns = 100'000;
+  double drift_ppm = 15.0;
+};
+shm_bound shm_bound_page;
+
+std::uint64_t gettime_plus_shm_bound() noexcept {
+  for (;;) {
+    const std::uint32_t g0 = shm_bound_page.generation.load(std::memory_order_acquire);
+    const std::int64_t as_of = shm_bound_page.as_of_ns;
+    const std::int64_t bound = shm_bound_page.bound_ns;
+    const double drift = shm_bound_page.drift_ppm;
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (shm_bound_page.generation.load(std::memory_order_acquire) != g0) continue;
+    const std::int64_t now = ts.tv_sec * std::int64_t{1'000'000'000} + ts.tv_nsec;
+    const auto grown = static_cast<std::int64_t>(static_cast<double>(now - as_of) * drift / 1e6);
+    return static_cast<std::uint64_t>((now - bound - grown) ^ (now + bound + grown));
+  }
 }
 
 std::uint64_t libc_time() noexcept { return static_cast<std::uint64_t>(time(nullptr)); }
@@ -437,6 +472,7 @@ void add_floor(std::vector<contender>& out) {
 
 void prepare_contenders() {
   vdso_gettime = kernel::vdso_gettime();
+  shm_bound_page.as_of_ns = kernel::now_ns(CLOCK_REALTIME);
   init_floor_page();
   std::string why;
   const std::string shim = find_shim("", why);
@@ -471,6 +507,9 @@ std::vector<contender> hot_contenders() {
   out.push_back(make<libc_ts<CLOCK_MONOTONIC>>("libc", "clock_gettime", "MONOTONIC"));
   out.push_back(make<libc_gettimeofday>("libc", "gettimeofday"));
   out.push_back(make<vclock_tod>("vclock", "vclock_gettimeofday"));
+  out.push_back(make<vclock_bounded>("vclock", "vclock_now_bounded", "REALTIME"));
+  out.push_back(make<gettime_plus_shm_bound>(
+      "baseline", "clock_gettime + shm bound (ClockBound-like)", "REALTIME"));
   if (vclock_shim.gettime != nullptr) {
     out.push_back(make<shim_ts<vclock_shim, CLOCK_MONOTONIC>>(
         "shim", "libvclock_preload clock_gettime", "MONOTONIC"));

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "bench.h"
+#include "bound.h"
 #include "ns_command.h"
 #include "run.h"
 #include "status_command.h"
@@ -30,6 +31,7 @@ constexpr command commands[] = {
     {"track", "vclock against the kernel over time: error per interval", run_track},
     {"run", "run a command with its clock reads served by vclock (the LD_PRELOAD shim)", run_run},
     {"ns", "virtual-time namespaces: create, set, show, list, rm", run_ns},
+    {"bound", "REALTIME's error interval now (vclock_now_bounded)", run_bound},
 };
 
 void print_usage() {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "args.h"
+#include "bound.h"
 #include "json.h"
 #include "process_status.h"
 #include "status_command.h"
@@ -45,6 +46,10 @@ void print_text(const status_snapshot& s) {
   add("error_monotonic_raw", signed_ns(s.error_raw_ns));
   add("sample_bracket", strformat("%lld ns", static_cast<long long>(s.bracket_ns)));
   add("rate_vs_counter", strformat("%+lld ppb", static_cast<long long>(s.freq_ppb)));
+  add("sync_status", sync_status_name(s.sync_status));
+  add("bound", s.bound_ns < 0
+                   ? std::string("none (unknown)")
+                   : strformat("+-%lld ns (vclock bound)", static_cast<long long>(s.bound_ns)));
   add("offset_realtime", signed_ns(s.offset_realtime_ns) + " (vclock - kernel, measured now)");
   add("offset_monotonic", signed_ns(s.offset_monotonic_ns));
   add("offset_monotonic_raw", signed_ns(s.offset_raw_ns));
@@ -83,6 +88,8 @@ void print_json(const status_snapshot& s) {
       .field("bracket_ns", s.bracket_ns)
       .field("freq_ppb", s.freq_ppb)
       .field("updates", s.updates)
+      .field("sync_status", sync_status_name(s.sync_status))
+      .field("bound_ns", s.bound_ns)
       .field("offset_realtime_ns", s.offset_realtime_ns)
       .field("offset_monotonic_ns", s.offset_monotonic_ns)
       .field("offset_raw_ns", s.offset_raw_ns)

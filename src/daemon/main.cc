@@ -16,12 +16,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "cli/args.h"
 #include "coarse_owner.h"
+#include "fake_bound.h"
 #include "fallback_reason_text.h"
+#include "kernel_bound.h"
 #include "kernel_clock.h"
 #include "notify.h"
 #include "page_file.h"
@@ -68,9 +71,19 @@ class daemon_sources final : public time_sources {
   }
   std::int64_t read_kernel(clockid_t clock) override { return kernel::now_ns(clock); }
 
+  // --bound-source: the kernel's adjtimex, or a fake file.
+  void use_fake_bound(const std::string& path) {
+    fake_ = std::make_unique<fake_bound_source>(path);
+  }
+  bound_sample read_bound() override {
+    if (fake_ == nullptr) return read_kernel_bound();
+    return fake_->read(kernel::now_ns(CLOCK_MONOTONIC), [](const char* line) { log("%s", line); });
+  }
+
  private:
   const page& page_;
   std::uint64_t stop_in_update_ = 0;
+  std::unique_ptr<fake_bound_source> fake_;
 };
 
 std::atomic<int> stop_signal{0};
@@ -177,6 +190,7 @@ int run(const options& o) {
   if (o.realtime) try_realtime_scheduling();
 
   daemon_sources sources(*wp.p);
+  if (o.bound_source.starts_with("fake:")) sources.use_fake_bound(o.bound_source.substr(5));
   timekeeper_config config;
   config.tick_ns = o.tick_us * 1000;
   config.validity_ticks = 3;  // API.md: stale after at most 3 ticks
@@ -239,8 +253,9 @@ int main(int argc, char** argv) {
   parser.add_string("page", "PATH", &o.page, "the page to publish (default /run/vclock/page)");
   parser.add_int("tick-us", "N", 100, 1'000'000, &o.tick_us,
                  "timekeeper period in microseconds (default 4000)");
-  parser.add_choice("bound-source", {"kernel"}, &o.bound_source,
-                    "where the error bound comes from (only kernel so far)");
+  parser.add_string("bound-source", "SRC", &o.bound_source,
+                    "where the error bound comes from: kernel (adjtimex, the default) or "
+                    "fake:PATH (a JSON file, read at every update)");
   parser.add_choice("realtime", {"auto", "off"}, &realtime,
                     "try SCHED_FIFO (auto, the default) or not (off)");
   parser.add_int("exit-with-pid", "PID", 1, 4'194'304, &o.exit_with_pid,
@@ -259,6 +274,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (o.page.empty()) return vclock::daemon::usage("--page: empty path");
+  if (o.bound_source == "chrony") {
+    return vclock::daemon::usage("--bound-source chrony: not in this version (kernel, fake:PATH)");
+  }
+  if (o.bound_source != "kernel" &&
+      (!o.bound_source.starts_with("fake:") || o.bound_source.size() == 5)) {
+    return vclock::daemon::usage("--bound-source: '" + o.bound_source +
+                                 "' is not kernel or fake:PATH");
+  }
   o.realtime = realtime == "auto";
   return vclock::daemon::run(o);
 }

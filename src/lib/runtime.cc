@@ -23,6 +23,7 @@
 #include <cstring>
 #include <new>
 
+#include "kernel_bound.h"
 #include "kernel_clock.h"
 #include "ns_join.h"
 #include "page_identity.h"
@@ -50,6 +51,7 @@ class system_sources final : public time_sources {
  public:
   std::uint64_t read_counter() override { return arch::read_counter_after_stores(); }
   std::int64_t read_kernel(clockid_t clock) override { return kernel::now_ns(clock); }
+  bound_sample read_bound() override { return read_kernel_bound(); }
 };
 
 // The thread's life: created at load (or in a child after fork), parked

@@ -101,6 +101,12 @@ status_snapshot read_status(int wait_ms) {
   if (s.updates > 0) {
     s.update_age_ns = kernel::now_ns(CLOCK_MONOTONIC) - detail::load_relaxed(p.last_update_mono_ns);
   }
+  vclock_bounds b{};
+  vclock_now_bounded(CLOCK_REALTIME, &b);
+  s.sync_status = b.status;
+  if (b.earliest_ns != INT64_MIN && b.latest_ns != INT64_MAX) {
+    s.bound_ns = (b.latest_ns - b.earliest_ns) / 2;
+  }
   s.offset_realtime_ns = offset_now(CLOCK_REALTIME);
   s.offset_monotonic_ns = offset_now(CLOCK_MONOTONIC);
   s.offset_raw_ns = offset_now(CLOCK_MONOTONIC_RAW);

@@ -32,6 +32,8 @@ struct status_snapshot {
   std::int64_t bracket_ns = 0;      // width of the last kernel sample
   std::int64_t freq_ppb = 0;        // MONOTONIC rate vs the calibrated counter
   std::uint64_t updates = 0;
+  int sync_status = 0;         // VCLOCK_SYNC_* of vclock_now_bounded(REALTIME) now
+  std::int64_t bound_ns = -1;  // its half-width (-1: unbounded)
   // vclock minus kernel, measured now by bracketing (vclock read between two
   // kernel reads; the offset is to the midpoint). Fine clocks only.
   std::int64_t offset_realtime_ns = 0;

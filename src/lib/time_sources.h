@@ -9,7 +9,24 @@
 
 #include <cstdint>
 
+#include "vclock/page.h"
+
 namespace vclock {
+
+// What a synchronisation source says of the kernel's REALTIME: it is
+// within error_ns of the true time as of now, and that error grows by at
+// most drift_ppb ns per second from now on (API.md, "Error-bounded time").
+//   quantum_ns   the resolution of error_ns (adjtimex: 1 us), added to it.
+//   valid_ns     how long after this reading the source's figures may be
+//                extrapolated before the bound is void (status unknown).
+struct bound_sample {
+  sync_status status = sync_status::unknown;
+  bound_source_kind source = bound_source_kind::none;
+  std::int64_t error_ns = 0;
+  std::int64_t drift_ppb = 0;
+  std::int64_t quantum_ns = 0;
+  std::int64_t valid_ns = 0;
+};
 
 class time_sources {
  public:
@@ -22,6 +39,10 @@ class time_sources {
   // The kernel's time of `clock` in ns: CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW,
   // CLOCK_REALTIME, CLOCK_BOOTTIME or CLOCK_TAI.
   virtual std::int64_t read_kernel(clockid_t clock) = 0;
+
+  // The error bound's source, read once per tick (no bound by default: the
+  // simulation's sources have none).
+  virtual bound_sample read_bound() { return {}; }
 };
 
 }  // namespace vclock

@@ -54,6 +54,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "bound_math.h"
 #include "mult_shift.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
@@ -233,6 +234,13 @@ void timekeeper::tick() noexcept {
     state_ = state::calibrating;
     have_calib_ = false;
   }
+  // The error bound's source, once per tick; a regular tick confirms the
+  // source after a step (clock_was_set() marks the bound disrupted).
+  bound_ = sources_.read_bound();
+  if (bound_.status != sync_status::unknown) {
+    bound_read_mono_ns_ = sources_.read_kernel(CLOCK_MONOTONIC);
+  }
+  disrupted_ = false;
   const clock_sample mono = sample(CLOCK_MONOTONIC);
   const clock_sample raw = sample(CLOCK_MONOTONIC_RAW);
   if (state_ == state::calibrating) {
@@ -251,6 +259,7 @@ void timekeeper::tick() noexcept {
 // the full path at once.
 void timekeeper::clock_was_set() noexcept {
   recheck_offsets_ = true;
+  disrupted_ = true;  // until the next tick reads the source again
   if (state_ != state::running || !have_last_) {
     tick();
     return;
@@ -262,7 +271,8 @@ void timekeeper::clock_was_set() noexcept {
     return;
   }
   if (std::llabs(measured.realtime - offsets_.realtime) <= noise) {
-    return;  // set to (about) the time it had: nothing to mirror
+    publish(false);  // set to (about) the time it had: only the bound's status changes
+    return;
   }
   offsets_.realtime = measured.realtime;
   offsets_.width_ns = measured.width_ns;
@@ -671,6 +681,7 @@ void timekeeper::publish(bool resync) noexcept {
   if (next_lead_ns_ >= 0) store(page_.lead_ns, next_lead_ns_);
   if (next_lag_ns_ >= 0) store(page_.lag_ns, next_lag_ns_);
   next_lead_ns_ = next_lag_ns_ = -1;
+  write_bound(next);
   detail::write_end(page_.hot.seq, seq);
   next.seq = seq + 1;
   published_ = next;
@@ -708,10 +719,52 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   // old lead with a kernel time read after this floor was taken.
   store(page_.lead_ns, std::int64_t{0});
   next_lead_ns_ = next_lag_ns_ = -1;
+  store(page_.bound.status, static_cast<std::uint32_t>(sync_status::unknown));
   detail::write_end(page_.hot.seq, seq);
   next.seq = seq + 1;
   published_ = next;
   write_coarse(next, false);
+}
+
+// The error bound that goes with `l` (just stored to hot, whose seq is
+// odd: readers validate the bound line with it). Every term (page.h,
+// bound_line): the source's error and quantum, grown from the source's
+// reading to cycle_last at the source's drift plus vclock's own slew bound,
+// and vclock's deviation from the kernel (the page's lead and lag).
+void timekeeper::write_bound(const clock_line& l) noexcept {
+  bound_line& b = page_.bound;
+  store(b.source, static_cast<std::uint32_t>(bound_.source));
+  store(b.source_error_ns, bound_.error_ns);
+  store(b.source_drift_ppb, bound_.drift_ppb);
+  const double hz = counter_hz();
+  if (bound_.status == sync_status::unknown || hz <= 0) {
+    store(b.status, static_cast<std::uint32_t>(sync_status::unknown));
+    store(b.bound_ns, std::int64_t{0});
+    store(b.growth_mult, std::uint64_t{0});
+    store(b.void_delta, std::uint64_t{0});
+    return;
+  }
+  const auto ppb = static_cast<std::uint64_t>(std::max<std::int64_t>(bound_.drift_ppb, 0)) +
+                   static_cast<std::uint64_t>(config_.max_correction * 1e9 + 0.5);
+  const std::int64_t age = std::max<std::int64_t>(l.mono_ns - bound_read_mono_ns_, 0);
+  const std::int64_t deviation =
+      std::max(detail::load_relaxed(page_.lead_ns), detail::load_relaxed(page_.lag_ns));
+  const auto grown_since_read = static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(age) * static_cast<double>(ppb) / 1e9));
+  const std::int64_t bound =
+      bound_.error_ns + bound_.quantum_ns + std::max<std::int64_t>(deviation, 0) + grown_since_read;
+  const std::int64_t valid_left = std::max<std::int64_t>(bound_.valid_ns - age, 0);
+  auto void_delta = static_cast<std::uint64_t>(static_cast<double>(valid_left) * hz / 1e9);
+  // The reader multiplies every delta below max_delta too (it checks the
+  // void point after): the product must fit for those as well.
+  std::uint64_t limit = std::max(void_delta, l.max_delta);
+  const bound_growth g = choose_bound_growth(ppb, hz, limit);
+  void_delta = std::min(void_delta, limit);
+  store(b.status, static_cast<std::uint32_t>(disrupted_ ? sync_status::disrupted : bound_.status));
+  store(b.bound_ns, bound);
+  store(b.growth_mult, g.mult);
+  store(b.growth_shift, g.shift);
+  store(b.void_delta, void_delta);
 }
 
 // The coarse clocks of `l` (just published to hot), or "off".

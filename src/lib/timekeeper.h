@@ -130,6 +130,7 @@ class timekeeper {
   void publish(bool resync) noexcept;
   void turn_off(fallback_reason why) noexcept;
   void write_coarse(const clock_line& l, bool valid) noexcept;
+  void write_bound(const clock_line& l) noexcept;
   std::uint32_t open_backup() noexcept;
   void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
   std::uint64_t switch_point_after_close(std::uint64_t c) noexcept;
@@ -157,6 +158,12 @@ class timekeeper {
   std::int64_t next_lead_ns_ = -1;
   std::int64_t next_lag_ns_ = -1;
   std::int64_t backoff_until_ = 0;
+  // The error bound's source as last read, when (kernel MONOTONIC), and
+  // whether REALTIME was stepped since (the bound is disrupted until the
+  // next tick reads the source again).
+  bound_sample bound_{};
+  std::int64_t bound_read_mono_ns_ = 0;
+  bool disrupted_ = false;
   std::int64_t min_width_ns_ = 0;
 };
 

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Error-bounded time through a real vclockd (started and stopped here, by pid) with the fake
+# source, and the kernel source on this machine.
+#   usage: run.sh VCLOCKD VCLOCK BOUND_PROBE
+set -uo pipefail
+
+vclockd=$1
+vclock=$2
+probe=$3
+unset VCLOCK_NS LD_PRELOAD
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/vclock-bound.XXXXXX") # 0700: a page in it is accepted
+daemon_pid=
+stop_daemon() {
+  [[ -n $daemon_pid ]] || return 0
+  kill -CONT "$daemon_pid" 2>/dev/null
+  kill -TERM "$daemon_pid" 2>/dev/null
+  for _ in $(seq 50); do
+    kill -0 "$daemon_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$daemon_pid" 2>/dev/null
+  wait "$daemon_pid" 2>/dev/null
+  daemon_pid=
+}
+trap 'stop_daemon; rm -rf "$dir"' EXIT
+
+passed=0
+failed=0
+pass() { echo "PASS  $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$1"; }
+fake=$dir/fake.json
+export VCLOCK_PAGE=$dir/page
+
+# --- The fake source through a real vclockd ---------------------------------------------------
+echo '{"status": "synced", "error_ns": 200000, "drift_ppb": 100}' >"$fake"
+"$vclockd" --page "$dir/page" --bound-source "fake:$fake" 2>"$dir/vclockd.log" &
+daemon_pid=$!
+# A process attaches to the page when it starts: wait until one attaches in counter mode.
+for _ in $(seq 100); do
+  status=$("$vclock" status --json 2>/dev/null)
+  grep -q '"source": "shared"' <<<"$status" && grep -q '"mode": "counter"' <<<"$status" && break
+  sleep 0.1
+done
+if ! "$probe" wait 1 5000 >/dev/null; then
+  fail "no synced bound within 5 s: $(cat "$dir/vclockd.log")"
+  echo "== $passed passed, $failed failed"
+  exit 1
+fi
+out=$("$probe" sandwich 1000000)
+rc=$?
+min=$(field "$out" min_half)
+max=$(field "$out" max_half)
+# error 200 us (+ 100 ppb since the file was read), vclock's deviation, vclock's slew bound
+# over at most a validity window: within 1 % above the source's figure, never below it.
+wide=$(field "$out" wide)
+if ((rc == 0 && min >= 200000 && max <= 202000 && wide < 10000)) &&
+  [[ $(field "$out" unknown) == 0 ]]; then
+  pass "fake source: every one of 10^6 readings inside its interval ($wide dropped: preempted" \
+    "sandwiches); half-width $min-$max ns for 200 us"
+else
+  fail "fake source: $out"
+fi
+
+echo '{"status": "synced", "error_ns": 100000, "drift_ppb": 100}' >"$fake"
+out=$("$probe" wait-below 150000 100) && pass "rewritten file seen $out" || fail "rewritten file: $out"
+
+echo '{"status": "free_running", "error_ns": 5000000, "drift_ppb": 50000}' >"$fake"
+out=$("$probe" wait 2 100) && pass "free_running seen $out" || fail "free_running: $out"
+
+echo 'not json' >"$fake"
+out=$("$probe" wait 0 100) && pass "malformed file: unknown $out" || fail "malformed file: $out"
+sleep 0.05
+grep -q 'not a JSON object' "$dir/vclockd.log" && pass "malformed file: the daemon's log says why" ||
+  fail "malformed file: nothing in the log: $(tail -3 "$dir/vclockd.log")"
+for bad in '' '{"status": "synced", "error_ns": -1, "drift_ppb": 0}' \
+  '{"status": "synced", "error_ns": 1, "drift_ppb": 0.5}' '{"status": "maybe", "error_ns": 1, "drift_ppb": 0}' \
+  '{"status": "synced", "error_ns": 99999999999999999999, "drift_ppb": 0}'; do
+  printf '%s' "$bad" >"$fake"
+  out=$("$probe" wait 0 100) || fail "bad file '$bad': $out"
+done
+rm -f "$fake"
+out=$("$probe" wait 0 100) && pass "bad and missing files: unknown, daemon alive" || fail "missing file: $out"
+kill -0 "$daemon_pid" || fail "vclockd died on bad input"
+
+echo '{"status": "synced", "error_ns": 200000, "drift_ppb": 100}' >"$fake"
+"$probe" wait 1 1000 >/dev/null || fail "synced again"
+kill -STOP "$daemon_pid"
+out=$("$probe" wait 0 200) && pass "stopped daemon: unknown $out (3 ticks of 4 ms)" ||
+  fail "stopped daemon: $out"
+kill -CONT "$daemon_pid"
+out=$("$probe" wait 1 1000) && pass "continued daemon: synced again $out" || fail "continued: $out"
+
+# A REALTIME step makes it disrupted until the source is read again (needs CAP_SYS_TIME).
+cap_eff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
+if [[ $(id -u) -eq 0 ]] && (((16#${cap_eff:-0} >> 25) & 1)); then
+  "$probe" wait 4 3000 >"$dir/disrupted" &
+  watcher=$!
+  sleep 0.2
+  # Steps of +10 us and -10 us (clock_adjtime ADJ_SETOFFSET, undone exactly at the end).
+  "$vclock" track --steps --inject-steps 10 --seconds 1 >/dev/null 2>&1
+  wait "$watcher" && pass "REALTIME stepped: disrupted seen $(cat "$dir/disrupted")" ||
+    fail "REALTIME stepped: $(cat "$dir/disrupted")"
+  "$probe" wait 1 1000 >/dev/null && pass "then synced again" || fail "not synced after the step"
+else
+  echo "SKIP  disrupted: needs root with CAP_SYS_TIME"
+fi
+stop_daemon
+
+# --- The kernel source on this machine --------------------------------------------------------
+kernel=$("$probe" adjtimex)
+out=$(VCLOCK_PAGE=off "$vclock" bound --json)
+status=$(sed -n 's/^  "status": "\(.*\)",$/\1/p' <<<"$out")
+bound=$(sed -n 's/^  "bound_ns": \(.*\),$/\1/p' <<<"$out")
+maxerror_ns=$(($(field "$kernel" maxerror_us) * 1000))
+if [[ $(field "$kernel" unsync) == 1 || $(field "$kernel" state) == 5 ]]; then
+  [[ $status == unsynced ]] && ((bound >= maxerror_ns && bound >= 16000000000)) &&
+    pass "kernel source: $kernel: unsynced, +-$bound ns" || fail "kernel source: $kernel: $out"
+else
+  [[ $status == synced ]] && ((bound >= maxerror_ns)) &&
+    pass "kernel source: $kernel: synced, +-$bound ns" || fail "kernel source: $kernel: $out"
+fi
+out=$("$vclockd" --page "$dir/other" --bound-source chrony 2>&1)
+(($? == 2)) && pass "--bound-source chrony: exit 2: $out" || fail "--bound-source chrony: $out"
+out=$("$vclockd" --page "$dir/other" --bound-source sundial 2>&1)
+(($? == 2)) && pass "--bound-source sundial: exit 2: $out" || fail "--bound-source sundial: $out"
+
+echo "== $passed passed, $failed failed"
+((failed == 0))
