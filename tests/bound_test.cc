@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bound_math.h"
+#include "daemon/chrony_bound.h"
 #include "daemon/fake_bound.h"
 #include "kernel_bound.h"
 #include "vclock/detail/bounded_reader.h"
@@ -171,6 +172,69 @@ TEST(FakeBound, RefusesEverythingElseWithAReason) {
     EXPECT_EQ(b.status, sync_status::unknown) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }
+}
+
+// chronyd's float: 7-bit exponent, 25-bit coefficient (candm.h).
+std::uint32_t chrony_float_of(std::int32_t coef, int exponent) {
+  return static_cast<std::uint32_t>((exponent + 25) & 0x7f) << 25 |
+         (static_cast<std::uint32_t>(coef) & 0x1ffffff);
+}
+
+void put32(unsigned char* p, std::uint32_t v) {
+  p[0] = static_cast<unsigned char>(v >> 24);
+  p[1] = static_cast<unsigned char>(v >> 16);
+  p[2] = static_cast<unsigned char>(v >> 8);
+  p[3] = static_cast<unsigned char>(v);
+}
+
+TEST(ChronyBound, FloatsAndTheTrackingReply) {
+  EXPECT_EQ(daemon::chrony_float(0), 0.0);
+  EXPECT_EQ(daemon::chrony_float(chrony_float_of(3, -1)), 1.5);
+  EXPECT_EQ(daemon::chrony_float(chrony_float_of(-5, -3)), -0.625);
+  EXPECT_NEAR(daemon::chrony_float(chrony_float_of(1 << 20, -40)), 9.5367e-7, 1e-10);
+
+  unsigned char request[daemon::chrony_request_bytes];
+  ASSERT_GE(daemon::make_chrony_tracking_request(77, request), 104u);  // >= the reply
+  EXPECT_EQ(request[0], 6);
+  EXPECT_EQ(request[1], 1);
+  EXPECT_EQ(request[5], 33);  // REQ_TRACKING
+  EXPECT_EQ(request[11], 77);
+
+  unsigned char reply[104] = {};
+  reply[0] = 6;
+  reply[1] = 2;
+  reply[5] = 33;
+  reply[7] = 5;  // RPY_TRACKING
+  put32(reply + 16, 77);
+  unsigned char* t = reply + 28;
+  t[27] = 0;                                // leap: normal
+  put32(t + 40, chrony_float_of(-3, -20));  // offset -2.86 us
+  put32(t + 56, chrony_float_of(1, -1));    // residual 0.5 ppm
+  put32(t + 60, chrony_float_of(2, 0));     // skew 2 ppm
+  put32(t + 64, chrony_float_of(1, -10));   // root delay 977 us
+  put32(t + 68, chrony_float_of(1, -12));   // root dispersion 244 us
+  daemon::chrony_tracking track;
+  std::string error;
+  ASSERT_TRUE(daemon::parse_chrony_tracking_reply(reply, sizeof(reply), 77, track, error)) << error;
+  const bound_sample b = daemon::chrony_bound_of(track);
+  EXPECT_EQ(b.status, sync_status::synced);
+  // |offset| + delay / 2 + dispersion, rounded up to the ns.
+  const double want = 3.0 / (1 << 20) + 1.0 / 1024 / 2 + 1.0 / 4096;
+  EXPECT_GE(b.error_ns, static_cast<std::int64_t>(want * 1e9));
+  EXPECT_LE(b.error_ns, static_cast<std::int64_t>(want * 1e9) + 1);
+  EXPECT_EQ(b.drift_ppb, 3500);  // skew + |residual| + 1 ppm
+  t[27] = 3;                     // not synchronised
+  ASSERT_TRUE(daemon::parse_chrony_tracking_reply(reply, sizeof(reply), 77, track, error));
+  EXPECT_EQ(daemon::chrony_bound_of(track).status, sync_status::unsynced);
+
+  error = "x";
+  EXPECT_FALSE(daemon::parse_chrony_tracking_reply(reply, sizeof(reply), 78, track, error));
+  EXPECT_TRUE(error.empty());  // a late answer to another request: ignored quietly
+  EXPECT_FALSE(daemon::parse_chrony_tracking_reply(reply, 60, 77, track, error));
+  EXPECT_NE(error.find("short"), std::string::npos);
+  reply[9] = 3;  // a status other than success
+  EXPECT_FALSE(daemon::parse_chrony_tracking_reply(reply, sizeof(reply), 77, track, error));
+  EXPECT_NE(error.find("refused"), std::string::npos);
 }
 
 TEST(NowBounded, BadInputGetsErrnoAndAnyIntervalHoldsTheKernelsTime) {

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 
+#include "chrony_bound.h"
 #include "cli/args.h"
 #include "coarse_owner.h"
 #include "fake_bound.h"
@@ -71,19 +72,25 @@ class daemon_sources final : public time_sources {
   }
   std::int64_t read_kernel(clockid_t clock) override { return kernel::now_ns(clock); }
 
-  // --bound-source: the kernel's adjtimex, or a fake file.
+  // --bound-source: the kernel's adjtimex, chronyd, or a fake file.
   void use_fake_bound(const std::string& path) {
     fake_ = std::make_unique<fake_bound_source>(path);
   }
+  void use_chrony_bound(std::uint16_t port) {
+    chrony_ = std::make_unique<chrony_bound_source>(port);
+  }
   bound_sample read_bound() override {
-    if (fake_ == nullptr) return read_kernel_bound();
-    return fake_->read(kernel::now_ns(CLOCK_MONOTONIC), [](const char* line) { log("%s", line); });
+    const auto say = [](const char* line) { log("%s", line); };
+    if (fake_ != nullptr) return fake_->read(kernel::now_ns(CLOCK_MONOTONIC), say);
+    if (chrony_ != nullptr) return chrony_->read(kernel::now_ns(CLOCK_MONOTONIC), say);
+    return read_kernel_bound();
   }
 
  private:
   const page& page_;
   std::uint64_t stop_in_update_ = 0;
   std::unique_ptr<fake_bound_source> fake_;
+  std::unique_ptr<chrony_bound_source> chrony_;
 };
 
 std::atomic<int> stop_signal{0};
@@ -139,6 +146,7 @@ struct options {
   std::string page = "/run/vclock/page";
   std::int64_t tick_us = 4000;
   std::string bound_source = "kernel";
+  long chrony_port = 0;  // from bound_source chrony[:PORT]
   bool realtime = true;
   // A private daemon (`vclock run` starts one when no vclockd serves the
   // machine): stop when this process exits, and remove the page and its
@@ -191,6 +199,7 @@ int run(const options& o) {
 
   daemon_sources sources(*wp.p);
   if (o.bound_source.starts_with("fake:")) sources.use_fake_bound(o.bound_source.substr(5));
+  if (o.chrony_port != 0) sources.use_chrony_bound(static_cast<std::uint16_t>(o.chrony_port));
   timekeeper_config config;
   config.tick_ns = o.tick_us * 1000;
   config.validity_ticks = 3;  // API.md: stale after at most 3 ticks
@@ -254,8 +263,9 @@ int main(int argc, char** argv) {
   parser.add_int("tick-us", "N", 100, 1'000'000, &o.tick_us,
                  "timekeeper period in microseconds (default 4000)");
   parser.add_string("bound-source", "SRC", &o.bound_source,
-                    "where the error bound comes from: kernel (adjtimex, the default) or "
-                    "fake:PATH (a JSON file, read at every update)");
+                    "where the error bound comes from: kernel (adjtimex, the default), "
+                    "chrony[:PORT] (chronyd's tracking, 127.0.0.1, port 323) or fake:PATH (a "
+                    "JSON file, read at every update)");
   parser.add_choice("realtime", {"auto", "off"}, &realtime,
                     "try SCHED_FIFO (auto, the default) or not (off)");
   parser.add_int("exit-with-pid", "PID", 1, 4'194'304, &o.exit_with_pid,
@@ -274,13 +284,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (o.page.empty()) return vclock::daemon::usage("--page: empty path");
+  long& chrony_port = o.chrony_port;
   if (o.bound_source == "chrony") {
-    return vclock::daemon::usage("--bound-source chrony: not in this version (kernel, fake:PATH)");
-  }
-  if (o.bound_source != "kernel" &&
-      (!o.bound_source.starts_with("fake:") || o.bound_source.size() == 5)) {
+    chrony_port = 323;
+  } else if (o.bound_source.starts_with("chrony:")) {
+    char* end = nullptr;
+    chrony_port = std::strtol(o.bound_source.c_str() + 7, &end, 10);
+    if (*end != '\0' || chrony_port < 1 || chrony_port > 65535) {
+      return vclock::daemon::usage("--bound-source: '" + o.bound_source +
+                                   "': the port is 1 to 65535");
+    }
+  } else if (o.bound_source != "kernel" &&
+             (!o.bound_source.starts_with("fake:") || o.bound_source.size() == 5)) {
     return vclock::daemon::usage("--bound-source: '" + o.bound_source +
-                                 "' is not kernel or fake:PATH");
+                                 "' is not kernel, chrony[:PORT] or fake:PATH");
   }
   o.realtime = realtime == "auto";
   return vclock::daemon::run(o);

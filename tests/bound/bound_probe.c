@@ -1,13 +1,16 @@
 /* vclock_now_bounded from a plain C program linked to libvclock, for
  * tests/bound/run.sh (VCLOCK_PAGE chooses the daemon's page).
  *   bound_probe sandwich N          N readings, each between two kernel REALTIME
- *                                   reads: "samples N outside O min_half A max_half B
- *                                   status S unknown U wide W"; exit 1 if one was
- *                                   outside. A reading whose two kernel reads are
- *                                   more than 20 us apart (the probe was preempted, or
- *                                   waited for the writer) is dropped and counted
- *                                   (wide): the interval holds the true time of the
- *                                   moment it was computed, not of the whole wait.
+ *                                   reads: "samples N outside O disjoint D min_half A
+ *                                   max_half B status S unknown U wide W".
+ *                                   The kernel's time at the moment vclock read its
+ *                                   counter lies between the two reads, so the
+ *                                   interval must meet them (disjoint: it does not;
+ *                                   exit 1). Where the bound is much wider than the
+ *                                   sandwich it also holds both (outside: it does
+ *                                   not). A reading whose two kernel reads are more
+ *                                   than 20 us apart (the probe was preempted, or
+ *                                   waited for the writer) is dropped (wide).
  *   bound_probe wait STATUS MS      until the status is STATUS (a number): exit 0 and
  *                                   "after X us", or exit 1 after MS ms
  *   bound_probe wait-below NS MS    until the half-width is below NS
@@ -36,7 +39,7 @@ static int64_t half_width(const vclock_bounds* b) {
 int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "sandwich") == 0) {
     const long n = atol(argv[2]);
-    long outside = 0, unknown = 0, wide = 0;
+    long outside = 0, disjoint = 0, unknown = 0, wide = 0;
     int64_t min_half = INT64_MAX, max_half = 0;
     int status = -1;
     for (long i = 0; i < n; ++i) {
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
         ++unknown;
         continue;
       }
+      if (b.earliest_ns > after || b.latest_ns < before) ++disjoint;
       if (b.earliest_ns > before || b.latest_ns < after) {
         if (outside++ < 5) {
           fprintf(stderr, "outside: earliest %lld before %lld after %lld latest %lld\n",
@@ -67,9 +71,11 @@ int main(int argc, char** argv) {
       if (h < min_half) min_half = h;
       if (h > max_half) max_half = h;
     }
-    printf("samples %ld outside %ld min_half %lld max_half %lld status %d unknown %ld wide %ld\n",
-           n, outside, (long long)min_half, (long long)max_half, status, unknown, wide);
-    return outside == 0 ? 0 : 1;
+    printf(
+        "samples %ld outside %ld disjoint %ld min_half %lld max_half %lld status %d unknown "
+        "%ld wide %ld\n",
+        n, outside, disjoint, (long long)min_half, (long long)max_half, status, unknown, wide);
+    return disjoint == 0 ? 0 : 1;
   }
   if (argc >= 4 && (strcmp(argv[1], "wait") == 0 || strcmp(argv[1], "wait-below") == 0)) {
     const int below = strcmp(argv[1], "wait-below") == 0;
