@@ -202,7 +202,9 @@ enum class bound_source_kind : std::uint32_t { none = 0, kernel = 1, chrony = 2,
 //                  plus the largest rate by which vclock may drift from the
 //                  kernel (its slew bound), in ns per counter tick.
 //   void_delta     ticks past cycle_last after which the source's last
-//                  measurement is too old to vouch for anything.
+//                  measurement is too old to vouch for anything; never
+//                  above hot.max_delta (0 while the page is off), so a
+//                  bounded reader's one compare covers staleness too.
 //   status         sync_status.
 //   source         bound_source_kind (status only).
 //   source_error_ns, source_drift_ppb: the source's figures as last read

@@ -720,6 +720,7 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   store(page_.lead_ns, std::int64_t{0});
   next_lead_ns_ = next_lag_ns_ = -1;
   store(page_.bound.status, static_cast<std::uint32_t>(sync_status::unknown));
+  store(page_.bound.void_delta, std::uint64_t{0});
   detail::write_end(page_.hot.seq, seq);
   next.seq = seq + 1;
   published_ = next;
@@ -755,9 +756,10 @@ void timekeeper::write_bound(const clock_line& l) noexcept {
       bound_.error_ns + bound_.quantum_ns + std::max<std::int64_t>(deviation, 0) + grown_since_read;
   const std::int64_t valid_left = std::max<std::int64_t>(bound_.valid_ns - age, 0);
   auto void_delta = static_cast<std::uint64_t>(static_cast<double>(valid_left) * hz / 1e9);
-  // The reader multiplies every delta below max_delta too (it checks the
-  // void point after): the product must fit for those as well.
-  std::uint64_t limit = std::max(void_delta, l.max_delta);
+  // Never past the parameters' own validity: the reader's one compare
+  // (delta < void_delta) is then its staleness check too (page.h).
+  void_delta = std::min(void_delta, l.max_delta);
+  std::uint64_t limit = void_delta;
   const bound_growth g = choose_bound_growth(ppb, hz, limit);
   void_delta = std::min(void_delta, limit);
   store(b.status, static_cast<std::uint32_t>(disrupted_ ? sync_status::disrupted : bound_.status));
