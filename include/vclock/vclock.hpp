@@ -89,9 +89,7 @@ struct basic_system_clock : basic_clock<Id, false, O> {
 
   // REALTIME with its error bound (vclock_now_bounded). The midpoint is not
   // "the true time": act on `latest` (commit-wait) or compare intervals.
-  static basic_bounded_time<time_point> now_bounded() noexcept
-    requires(Id == CLOCK_REALTIME)
-  {
+  static basic_bounded_time<time_point> now_bounded() noexcept requires(Id == CLOCK_REALTIME) {
     vclock_bounds b;
     vclock_now_bounded(CLOCK_REALTIME, &b);
     return {time_point(duration(b.earliest_ns)), time_point(duration(b.latest_ns)),
