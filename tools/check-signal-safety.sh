@@ -425,25 +425,10 @@ def register_load(insns, k, reg):
 
 def vdso_load(insns, k, reg):
     """True if the register of the indirect branch insns[k] was loaded from VDSO_TABLE."""
-    fam = reg_family(reg)
-    if fam is None or vdso_table is None:
+    if vdso_table is None:
         return False
-    for j in range(k - 1, -1, -1):
-        addr, mn, ops, comment = insns[j]
-        if insns[j + 1][0] in branch_targets:
-            return False  # another path may reach the branch with another value
-        if mn in ("call", "jmp", "ret") or IMPLICIT_WRITERS.match(mn):
-            return False
-        operands = split_operands(ops)
-        if not operands or NON_WRITERS.match(mn):
-            continue
-        last = operands[-1]
-        if not last.startswith("%") or reg_family(last) != fam:
-            continue
-        return (mn in ("mov", "movq") and len(operands) == 2 and
-                operands[0].endswith("(%rip)") and comment is not None and
-                vdso_table[0] <= comment < vdso_table[1])
-    return False
+    comment = register_load(insns, k, reg)
+    return comment is not None and vdso_table[0] <= comment < vdso_table[1]
 
 
 def jump_table(i, insns, k, reg):

@@ -61,20 +61,6 @@ double read_load_average() {
   return in ? load : -1;
 }
 
-std::string read_cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with("model name") || line.starts_with("Hardware")) {
-      const std::size_t colon = line.find(':');
-      if (colon != std::string::npos && colon + 2 <= line.size()) {
-        return line.substr(colon + 2);
-      }
-    }
-  }
-  return "unknown";
-}
-
 // Starts the timekeeper and waits for calibration first, so that vclock is
 // in counter mode before anything is measured; then pins this thread. The
 // timekeeper thread was created before the pinning and stays unpinned.

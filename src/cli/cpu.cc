@@ -8,11 +8,25 @@
 #endif
 
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "lib/kernel_clock.h"
 
 namespace vclock::cli {
+
+std::string read_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("model name") || line.starts_with("Hardware")) {
+      const std::size_t colon = line.find(':');
+      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
 
 std::vector<int> allowed_cpus() {
   cpu_set_t set;

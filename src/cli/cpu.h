@@ -5,11 +5,15 @@
 #define VCLOCK_SRC_CLI_CPU_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "vclock/detail/arch.h"
 
 namespace vclock::cli {
+
+// The CPU's model name from /proc/cpuinfo ("unknown" where it has none).
+std::string read_cpu_model();
 
 // The CPUs this process may run on (its affinity mask), in order.
 std::vector<int> allowed_cpus();

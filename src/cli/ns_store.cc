@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 
+#include "lib/kernel_clock.h"
 #include "lib/ns_join.h"
 #include "vclock/detail/seqlock.h"
 
@@ -27,12 +28,6 @@ constexpr clockid_t family_clock[ns_family_count] = {CLOCK_MONOTONIC, CLOCK_MONO
                                                      CLOCK_BOOTTIME, CLOCK_REALTIME};
 constexpr const char* family_name[ns_family_count] = {"MONOTONIC", "MONOTONIC_RAW", "BOOTTIME",
                                                       "REALTIME"};
-
-std::int64_t kernel_now(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return ts.tv_sec * std::int64_t{1'000'000'000} + ts.tv_nsec;
-}
 
 std::string seconds_text(std::int64_t ns) {
   char text[64];
@@ -176,7 +171,7 @@ bool next_params(const ns_params* old, const time_options& o, const host_times& 
 
 host_times kernel_host_times() {
   host_times t{};
-  for (int i = 0; i < ns_family_count; ++i) t.ns[i] = kernel_now(family_clock[i]);
+  for (int i = 0; i < ns_family_count; ++i) t.ns[i] = kernel::now_ns(family_clock[i]);
   return t;
 }
 
@@ -270,7 +265,7 @@ bool change_ns_file(const std::string& path, const time_options& options, std::i
     // the `before` of this one.
     host_times at = kernel_host_times();
     for (int i = 0; i < ns_family_count; ++i) {
-      while (old.lines[i].after.host_ns >= kernel_now(family_clock[i])) {
+      while (old.lines[i].after.host_ns >= kernel::now_ns(family_clock[i])) {
         const timespec ms{0, 1'000'000};
         nanosleep(&ms, nullptr);
       }
@@ -292,7 +287,7 @@ bool change_ns_file(const std::string& path, const time_options& options, std::i
       // or say how late the publish came (a preempted writer).
       std::int64_t ahead = switch_margin_ns;
       for (int i = 0; i < ns_family_count; ++i) {
-        ahead = std::min(ahead, at.ns[i] - kernel_now(family_clock[i]));
+        ahead = std::min(ahead, at.ns[i] - kernel::now_ns(family_clock[i]));
       }
       if (ahead < 0) {
         late_ns = -ahead;

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "args.h"
+#include "cpu.h"
 #include "json.h"
 #include "kernel_clock.h"
 #include "track.h"
@@ -454,18 +455,6 @@ bool passes(const step_lag_result& r, const lag_summary& s) {
   const int expected = r.steps_injected > 0 ? r.steps_injected : s.seen;
   return s.uncaught == 0 && s.over_promise == 0 && s.within_promise * 5 >= expected * 4 &&
          r.inject_error.empty();
-}
-
-std::string read_cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with("model name") || line.starts_with("Hardware")) {
-      const std::size_t colon = line.find(':');
-      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
-    }
-  }
-  return "unknown";
 }
 
 std::string describe_source(const status_snapshot& st) {

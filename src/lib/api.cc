@@ -25,20 +25,13 @@ namespace {
 
 using arch::counter_ordering;
 
-// The strongest ordering serves the careful path: it is never hot.
-#if defined(__x86_64__)
-constexpr counter_ordering careful_ordering = counter_ordering::mfence;
-#else
-constexpr counter_ordering careful_ordering = counter_ordering::ordered;
-#endif
-
 // Host time in a process that joined a namespace: its host page read as
 // the_page is read elsewhere (fast path with the caller's ordering, then
 // careful path, out of line).
 template <clock_kind K>
 [[gnu::cold, gnu::noinline]] std::int64_t host_careful_ns() noexcept {
   return read_careful<K>(
-      *host_page, [] { return arch::read_counter<careful_ordering>(); },
+      *host_page, [] { return arch::read_counter<arch::strongest_ordering>(); },
       [] { return kernel::now_ns(kernel_clock_of(K)); });
 }
 
@@ -77,21 +70,21 @@ template <clock_kind K, counter_ordering O>
 // In a process that joined a namespace, the_page never lets a read finish
 // on the fast path: every read comes here, and is virtual. O: the ordering
 // of the entry point that came here (the coarse clocks read no counter).
-template <clock_kind K, counter_ordering O = careful_ordering>
+template <clock_kind K, counter_ordering O = arch::strongest_ordering>
 [[gnu::cold, gnu::noinline]] std::int64_t careful_ns() noexcept {
   ensure_started();
   if (const ns_page* ns = joined_namespace; ns != nullptr) [[unlikely]] {
     return virtual_ns<K, O>(*ns);
   }
   return read_careful<K>(
-      the_page, [] { return arch::read_counter<careful_ordering>(); },
+      the_page, [] { return arch::read_counter<arch::strongest_ordering>(); },
       [] { return kernel::now_ns(kernel_clock_of(K)); });
 }
 
 // The careful path of a timespec entry point, storing the result itself:
 // the fast path reaches it by a tail jump, so it needs no stack frame to
 // keep `ts` across a call.
-template <clock_kind K, counter_ordering O = careful_ordering>
+template <clock_kind K, counter_ordering O = arch::strongest_ordering>
 [[gnu::cold, gnu::noinline]] int careful_timespec(timespec* ts) noexcept {
   *ts = as_timespec::from_ns(careful_ns<K, O>());
   return 0;

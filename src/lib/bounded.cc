@@ -20,12 +20,6 @@ namespace {
 
 using arch::counter_ordering;
 
-#if defined(__x86_64__)
-constexpr counter_ordering careful_ordering = counter_ordering::mfence;
-#else
-constexpr counter_ordering careful_ordering = counter_ordering::ordered;
-#endif
-
 __extension__ typedef __int128 i128;
 
 std::int64_t saturate(i128 v) noexcept {
@@ -66,7 +60,7 @@ template <clock_kind K>
     unbounded(b);
     return 0;
   }
-  const auto counter = [] { return arch::read_counter<careful_ordering>(); };
+  const auto counter = [] { return arch::read_counter<arch::strongest_ordering>(); };
   const page& p = the_page;
   // A writer mid-update (a few microseconds): wait for it, as read_careful
   // does, but no longer than max_spins.

@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "entry_points.h"
+#include "export.h"
 #include "kernel_clock.h"
 #include "ordering.h"
 #include "runtime.h"
@@ -229,7 +230,6 @@ namespace s = vclock::shim;
 // the shim (bash's libtinfo, linked -z now) would make the dynamic linker
 // run our resolvers before the shim is relocated, and print a "Relink"
 // warning on every start.
-#define VCLOCK_SHIM_EXPORT extern "C" __attribute__((visibility("default")))
 
 VCLOCK_SHIM_EXPORT int clock_gettime(clockid_t clock, timespec* ts) noexcept {
   return s::gettime_target.load(std::memory_order_relaxed)(clock, ts);

@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "export.h"
 #include "kernel_clock.h"
 #include "runtime.h"
 #include "vclock/detail/ns_reader.h"
@@ -301,8 +302,6 @@ int sem_wait_until(sem_t* sem, clockid_t clock, const timespec* abstime) noexcep
 }  // namespace vclock::shim
 
 namespace s = vclock::shim;
-
-#define VCLOCK_SHIM_EXPORT extern "C" __attribute__((visibility("default")))
 
 VCLOCK_SHIM_EXPORT int nanosleep(const timespec* req, timespec* rem) {
   if (s::joined() == nullptr || !s::valid_timespec(req)) {

@@ -10,17 +10,11 @@ probe=$3
 unset VCLOCK_NS LD_PRELOAD
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/vclock-bound.XXXXXX") # 0700: a page in it is accepted
+# shellcheck source=../support/daemon.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon.sh"
 daemon_pid=
 stop_daemon() {
-  [[ -n $daemon_pid ]] || return 0
-  kill -CONT "$daemon_pid" 2>/dev/null
-  kill -TERM "$daemon_pid" 2>/dev/null
-  for _ in $(seq 50); do
-    kill -0 "$daemon_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$daemon_pid" 2>/dev/null
-  wait "$daemon_pid" 2>/dev/null
+  stop_pid "$daemon_pid"
   daemon_pid=
 }
 trap 'stop_daemon; rm -rf "$dir"' EXIT
@@ -37,12 +31,7 @@ export VCLOCK_PAGE=$dir/page
 echo '{"status": "synced", "error_ns": 200000, "drift_ppb": 100}' >"$fake"
 "$vclockd" --page "$dir/page" --bound-source "fake:$fake" 2>"$dir/vclockd.log" &
 daemon_pid=$!
-# A process attaches to the page when it starts: wait until one attaches in counter mode.
-for _ in $(seq 100); do
-  status=$("$vclock" status --json 2>/dev/null)
-  grep -q '"source": "shared"' <<<"$status" && grep -q '"mode": "counter"' <<<"$status" && break
-  sleep 0.1
-done
+wait_attached "$vclock" "$VCLOCK_PAGE"
 if ! "$probe" wait 1 5000 >/dev/null; then
   fail "no synced bound within 5 s: $(cat "$dir/vclockd.log")"
   echo "== $passed passed, $failed failed"
@@ -117,10 +106,7 @@ for candidate in "$(command -v chronyd 2>/dev/null)" /usr/sbin/chronyd \
 done
 chrony_pid=
 stop_chronyd() {
-  [[ -n $chrony_pid ]] || return 0
-  kill -CONT "$chrony_pid" 2>/dev/null
-  kill -TERM "$chrony_pid" 2>/dev/null
-  wait "$chrony_pid" 2>/dev/null
+  stop_pid "$chrony_pid"
   chrony_pid=
 }
 start_chronyd() { # CONF_EXTRA: starts chronyd -x on $chrony_port, with CONF_EXTRA in its file
@@ -144,11 +130,7 @@ else
   export VCLOCK_PAGE=$dir/chrony-page
   "$vclockd" --page "$VCLOCK_PAGE" --bound-source "chrony:$chrony_port" 2>"$dir/vclockd.log" &
   daemon_pid=$!
-  for _ in $(seq 100); do
-    status=$("$vclock" status --json 2>/dev/null)
-    grep -q '"source": "shared"' <<<"$status" && grep -q '"mode": "counter"' <<<"$status" && break
-    sleep 0.1
-  done
+  wait_attached "$vclock" "$VCLOCK_PAGE"
   if out=$("$probe" wait 1 5000); then
     json=$("$vclock" bound --json)
     grep -q '"source": "chrony"' <<<"$json" && pass "chrony source: synced $out" ||

@@ -20,16 +20,11 @@ cap_eff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
 dir=$(mktemp -d /tmp/vclock-step-lag-XXXXXX) || fail "mktemp -d"
 daemon_pid=""
 
+# shellcheck source=../support/daemon.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon.sh"
 # Stops our vclockd by its pid (never by name), SIGKILL after 5 s.
 stop_daemon() {
-  [ -n "$daemon_pid" ] || return 0
-  kill -TERM "$daemon_pid" 2>/dev/null
-  for _ in $(seq 50); do
-    kill -0 "$daemon_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$daemon_pid" 2>/dev/null
-  wait "$daemon_pid" 2>/dev/null
+  stop_pid "$daemon_pid"
   daemon_pid=""
 }
 trap 'stop_daemon; rm -rf "$dir"' EXIT

@@ -3,6 +3,8 @@
 //
 //   enum class counter_ordering : std::uint32_t   the ordered-read variants;
 //       `none` must exist (the relaxed read).
+//   inline constexpr counter_ordering strongest_ordering;  the careful
+//       paths' ordering (never hot, so the safest one).
 //   struct counter_read { std::uint64_t value; std::uint64_t zero; };
 //       `zero` is 0 but data-dependent on `value`: adding it to an address
 //       makes a later load wait for the counter read (see reader.h).

@@ -15,6 +15,9 @@ namespace vclock::arch {
 
 enum class counter_ordering : std::uint32_t { none = 0, ordered = 1 };
 
+// The strongest ordering: what the careful paths use (never hot).
+inline constexpr counter_ordering strongest_ordering = counter_ordering::ordered;
+
 struct counter_read {
   std::uint64_t value;
   std::uint64_t zero;

@@ -15,6 +15,9 @@ namespace vclock::arch {
 
 enum class counter_ordering : std::uint32_t { none = 0, lfence = 1, mfence = 2, rdtscp = 3 };
 
+// The strongest ordering: what the careful paths use (never hot).
+inline constexpr counter_ordering strongest_ordering = counter_ordering::mfence;
+
 struct counter_read {
   std::uint64_t value;
   std::uint64_t zero;  // 0, data-dependent on value (Lutomirski's trick)

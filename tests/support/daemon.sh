@@ -1,0 +1,31 @@
+# Shell helpers for the tests that run a vclockd as a real process (sourced).
+
+# stop_pid PID: stops that process by its pid (never by name): SIGCONT (it may be stopped),
+# SIGTERM, up to 5 s, then SIGKILL; reaps it when it is a child of this shell.
+stop_pid() {
+  local pid=$1
+  [[ -n $pid ]] || return 0
+  kill -CONT "$pid" 2>/dev/null
+  kill -TERM "$pid" 2>/dev/null
+  for _ in $(seq 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
+# wait_attached VCLOCK PAGE: 0 once a process started now attaches to PAGE in counter mode
+# (processes attach when they start), 1 after 10 s.
+wait_attached() {
+  local vclock=$1 page=$2 status
+  for _ in $(seq 100); do
+    status=$(VCLOCK_PAGE=$page "$vclock" status --json 2>/dev/null)
+    if grep -q '"source": "shared"' <<<"$status" && grep -q '"mode": "counter"' <<<"$status"; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
