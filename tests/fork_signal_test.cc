@@ -219,6 +219,14 @@ void signal_storm(std::int64_t duration_ns) {
   // interceptors), may deliver few handlers in the first second. The counts are checked below,
   // so a storm that never happened still fails.
   const std::int64_t min_calls = duration_ns / 10'000'000;
+  // TSan delivers a signal only when the thread enters one of its interceptors, which this
+  // loop (vclock and the vDSO) never does: seen 14 and 47 handlers in 20 s. Under it the storm
+  // must have happened at all (and TSan checks the races); elsewhere, its share.
+#if defined(VCLOCK_TEST_TSAN)
+  const std::int64_t min_handler_calls = 0;
+#else
+  const std::int64_t min_handler_calls = min_calls;
+#endif
   long main_calls = 0;
   const std::int64_t start = kernel_ns(CLOCK_MONOTONIC);
   const std::int64_t end = start + duration_ns;
@@ -226,7 +234,7 @@ void signal_storm(std::int64_t duration_ns) {
   std::int64_t last = 0;
   for (std::int64_t now = start;
        now < end ||
-       ((main_calls <= min_calls || handler_calls.load() <= min_calls) && now < hard_end);
+       ((main_calls <= min_calls || handler_calls.load() <= min_handler_calls) && now < hard_end);
        now = kernel_ns(CLOCK_MONOTONIC)) {
     const std::int64_t handler_before = handler_last.load(std::memory_order_relaxed);
     const std::int64_t v = vclock_gettime_ns(CLOCK_MONOTONIC);
@@ -249,7 +257,7 @@ void signal_storm(std::int64_t duration_ns) {
       << "in a handler (1 error, 2 back vs an earlier handler, 3 back vs the main thread), at "
       << handler_failure_detail.load();
   EXPECT_GT(main_calls, min_calls);
-  EXPECT_GT(handler_calls.load(), min_calls);
+  EXPECT_GT(handler_calls.load(), min_handler_calls);
   std::printf("[          ] %ld calls in the main thread, %ld signal handlers\n", main_calls,
               handler_calls.load());
 }
