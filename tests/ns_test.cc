@@ -12,6 +12,7 @@
 #include "cli/ns_store.h"
 #include "cli/time_options.h"
 #include "vclock/ns_page.h"
+#include "virtual_reader.h"
 
 namespace vclock::cli {
 namespace {
@@ -163,6 +164,68 @@ TEST(NsMap, SaturatesInsteadOfWrapping) {
   EXPECT_EQ(ns_map(a, 1000 * rate_one_q32, INT64_MAX / 2), INT64_MAX);
   const ns_anchor b{0, INT64_MIN + 10};
   EXPECT_EQ(ns_map(b, 1000 * rate_one_q32, INT64_MIN / 2), INT64_MIN);
+}
+
+// The shim's fast form (virtual_reader.h, finish_virtual) computes the
+// namespace's line around the host line's base, a timespec without a
+// division after the counter read: it must give exactly ns_map's value, in
+// both forms, for every rate, span (also before the anchor) and elapsed
+// time a host line can have, and decline only what it says it declines.
+TEST(VirtualRead, TheFastFormIsExactlyNsMap) {
+  using detail::as_ns;
+  using detail::as_timespec;
+  using detail::finish_virtual;
+  using detail::host_parts;
+  std::mt19937_64 rng(777);
+  const std::uint64_t rates[] = {rate_one_q32,        0,    2 * rate_one_q32, rate_one_q32 / 10,
+                                 1000 * rate_one_q32, 4295, rate_one_q32 + 1};
+  int answered = 0;
+  int carried_seconds = 0;
+  constexpr int trials = 200000;
+  for (int trial = 0; trial < trials; ++trial) {
+    const std::uint64_t rate =
+        trial % 3 == 0 ? rates[rng() % std::size(rates)] : rng() % (1000 * rate_one_q32 + 1);
+    const std::int64_t host_anchor = static_cast<std::int64_t>(rng() % (std::uint64_t{1} << 61));
+    const ns_anchor a{host_anchor,
+                      static_cast<std::int64_t>(rng() % (std::uint64_t{1} << 58)) + 40 * s};
+    // The host line's base: mostly after the anchor (up to days), sometimes
+    // before it (a stale host line and a recent change).
+    const std::int64_t span = static_cast<std::int64_t>(rng() % (std::uint64_t{1} << 47)) -
+                              (trial % 5 == 0 ? std::int64_t{1} << 35 : 0);
+    const host_parts h{host_anchor + span,
+                       static_cast<std::int64_t>(rng() % (trial % 7 == 0 ? 2 : 600'000'000))};
+    const std::int64_t want = ns_map(a, rate, h.base + h.elapsed);
+    std::int64_t got = 0;
+    timespec ts{};
+    const bool as_ns_answered = finish_virtual<as_ns>(a, rate, h, got);
+    ASSERT_EQ(finish_virtual<as_timespec>(a, rate, h, ts), as_ns_answered) << "trial " << trial;
+    if (!as_ns_answered) {
+      const std::int64_t at_base = ns_map(a, rate, h.base);
+      ASSERT_TRUE(at_base < 0 || want == INT64_MAX)
+          << "declined a value the fast form covers, trial " << trial;
+      continue;
+    }
+    ++answered;
+    ASSERT_EQ(got, want) << "trial " << trial << " rate " << rate;
+    ASSERT_EQ(static_cast<std::int64_t>(ts.tv_sec), want / s) << "trial " << trial;
+    ASSERT_EQ(ts.tv_nsec, want % s) << "trial " << trial;
+    if (ns_map(a, rate, h.base) / s != want / s) ++carried_seconds;
+  }
+  EXPECT_GT(answered, trials * 8 / 10);  // negative results are the only ones declined
+  EXPECT_GT(carried_seconds, 1000);      // the carry into the seconds ran
+}
+
+TEST(VirtualRead, NegativeAndSaturatingResultsGoToTheCarefulPath) {
+  using detail::finish_virtual;
+  std::int64_t v = 0;
+  // Before 1970 (a REALTIME offset of -60 years): the careful path's.
+  EXPECT_FALSE(finish_virtual<detail::as_ns>({100 * s, -5 * s}, rate_one_q32, {100 * s, 10}, v));
+  // Past 2262 at 1000x: saturates there, not here.
+  EXPECT_FALSE(finish_virtual<detail::as_ns>({0, INT64_MAX - s}, 1000 * rate_one_q32,
+                                             {INT64_MAX / 2000, 10}, v));
+  // At the edges of a piece: exact.
+  EXPECT_TRUE(finish_virtual<detail::as_ns>({5 * s, 7 * s}, 3 * rate_one_q32, {5 * s, 0}, v));
+  EXPECT_EQ(v, 7 * s);
 }
 
 host_times at(std::int64_t mono, std::int64_t real) {

@@ -31,7 +31,10 @@
 namespace vclock {
 
 inline constexpr std::uint64_t ns_page_magic = 0x0000534e4b4c4356ULL;  // "VCLKNS\0\0"
-inline constexpr std::uint16_t ns_abi_major = 1;
+// ABI history: 1 `current` was the copy's index; 2 it counts changes (its
+// low bit is the copy), so that one load of it tells a reader whether a
+// change came.
+inline constexpr std::uint16_t ns_abi_major = 2;
 inline constexpr std::uint16_t ns_abi_minor = 0;
 inline constexpr std::uint32_t ns_page_bytes = 4096;
 inline constexpr std::uint64_t rate_one_q32 = std::uint64_t{1} << 32;
@@ -54,9 +57,9 @@ struct ns_line {
 };
 
 // One generation of the parameters. The writer fills the copy not in
-// force, under its seq, then makes it the one in force (ns_page::current):
-// a reader never meets a half-written copy unless two changes overlap its
-// read, and then retries.
+// force, under its seq, then makes it the one in force (ns_header::current
+// moves on by one): a reader never meets a half-written copy unless two
+// changes overlap its read, and then retries.
 //   generation   counts changes (1 for the first): a process that waits
 //                in virtual time re-computes its deadline when it moves.
 //   flags        ns_flag_*: frozen after the switch point.
@@ -90,7 +93,7 @@ struct alignas(64) ns_header {
   std::uint32_t header_size;
   std::uint32_t page_size;
   std::uint32_t creator_uid;
-  std::uint32_t current;  // index of the copy in force, 0 or 1
+  std::uint32_t current;  // changes so far; current & 1: the copy in force
   std::uint32_t reserved0;
   char name[64];
 };
@@ -110,6 +113,7 @@ static_assert(std::is_standard_layout_v<ns_page> && std::is_trivially_copyable_v
 // writers re-anchor with. Floors, so it is non-decreasing in h for any
 // rate; exact (no rounding) when the rate is 1.
 __extension__ typedef __int128 ns_int128;  // GCC and clang on 64-bit targets
+__extension__ typedef unsigned __int128 ns_uint128;
 
 // Saturates at the ends of int64 ns (years 1678 and 2262), which a fast
 // rate reaches: the writer refuses parameters that start beyond them.

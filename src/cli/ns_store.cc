@@ -259,8 +259,8 @@ bool change_ns_file(const std::string& path, const time_options& options, std::i
   bool ok = check_ns_header(page, sizeof(ns_header)) == ns_refusal::none;
   if (!ok) error = path + ": not a namespace file";
   if (ok) {
-    const std::uint32_t current = detail::load(page->header.current) & 1u;
-    const ns_params old = load_params(page->copies[current]);
+    const std::uint32_t current = detail::load(page->header.current);
+    const ns_params old = load_params(page->copies[current & 1u]);
     // The previous change's switch point must be behind us: its line is
     // the `before` of this one.
     host_times at = kernel_host_times();
@@ -275,12 +275,12 @@ bool change_ns_file(const std::string& path, const time_options& options, std::i
     ns_params next{};
     ok = next_params(&old, options, at, next, error);
     if (ok) {
-      const std::uint32_t spare = current ^ 1u;
+      const std::uint32_t spare = (current + 1u) & 1u;
       ns_params& dst = page->copies[spare];
       const std::uint32_t seq = detail::write_begin(dst.seq);
       store_params(dst, next);
       detail::write_end(dst.seq, seq);
-      detail::store(page->header.current, spare);
+      detail::store(page->header.current, current + 1u);
       // Sleepers in virtual time wait on this word (shim): re-compute.
       syscall(SYS_futex, &page->header.current, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
       // In force once the host clocks pass the switch point: wait for it,

@@ -16,56 +16,14 @@
 #include "ordering.h"
 #include "runtime.h"
 #include "vclock/detail/arch.h"
-#include "vclock/detail/ns_reader.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
+#include "virtual_reader.h"
 
 namespace vclock::detail {
 namespace {
 
 using arch::counter_ordering;
-
-// Host time in a process that joined a namespace: its host page read as
-// the_page is read elsewhere (fast path with the caller's ordering, then
-// careful path, out of line).
-template <clock_kind K>
-[[gnu::cold, gnu::noinline]] std::int64_t host_careful_ns() noexcept {
-  return read_careful<K>(
-      *host_page, [] { return arch::read_counter<arch::strongest_ordering>(); },
-      [] { return kernel::now_ns(kernel_clock_of(K)); });
-}
-
-template <clock_kind K, counter_ordering O>
-[[gnu::always_inline]] inline std::int64_t host_ns() noexcept {
-  if constexpr (is_coarse(K)) {
-    return read_coarse<K, as_ns>(*host_page, [] { return host_careful_ns<K>(); });
-  } else {
-    return read_fast<K>(
-        *host_page, [] { return arch::read_counter<O>(); }, [] { return host_careful_ns<K>(); });
-  }
-}
-
-// Virtual time (vclock/ns_page.h): the host clock, mapped by the
-// namespace's line for its family. TAI maps as REALTIME does, at
-// REALTIME's host value (TAI's offset, whole seconds, is kept as it is):
-// a rate scales elapsed time, not the 37 s between the two.
-template <clock_kind K, counter_ordering O>
-[[gnu::noinline]] std::int64_t virtual_ns(const ns_page& ns) noexcept {
-  for (;;) {
-    const ns_view v = load_ns_view(ns, family_of(K));
-    std::int64_t host = 0;
-    std::int64_t tai_offset = 0;
-    if constexpr (K == clock_kind::tai) {
-      const std::int64_t real = host_ns<clock_kind::realtime, O>();
-      const std::int64_t tai = host_ns<clock_kind::tai, O>();
-      tai_offset = (tai - real + ns_per_s / 2) / ns_per_s * ns_per_s;
-      host = tai - tai_offset;
-    } else {
-      host = host_ns<K, O>();
-    }
-    if (still_current(ns, v)) return to_virtual(v, host) + tai_offset;
-  }
-}
 
 // In a process that joined a namespace, the_page never lets a read finish
 // on the fast path: every read comes here, and is virtual. O: the ordering
@@ -73,8 +31,8 @@ template <clock_kind K, counter_ordering O>
 template <clock_kind K, counter_ordering O = arch::strongest_ordering>
 [[gnu::cold, gnu::noinline]] std::int64_t careful_ns() noexcept {
   ensure_started();
-  if (const ns_page* ns = joined_namespace; ns != nullptr) [[unlikely]] {
-    return virtual_ns<K, O>(*ns);
+  if (joined_namespace != nullptr) [[unlikely]] {
+    return virtual_ns<K, O>();
   }
   return read_careful<K>(
       the_page, [] { return arch::read_counter<arch::strongest_ordering>(); },

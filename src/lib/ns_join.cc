@@ -82,7 +82,7 @@ ns_refusal check_ns_header(const void* bytes, std::size_t size) noexcept {
   std::memcpy(&h, bytes, sizeof(h));
   if (h.magic != ns_page_magic) return ns_refusal::bad_magic;
   if (h.abi_major != ns_abi_major) return ns_refusal::other_abi;
-  if (h.header_size != sizeof(ns_header) || h.page_size != ns_page_bytes || h.current > 1) {
+  if (h.header_size != sizeof(ns_header) || h.page_size != ns_page_bytes) {
     return ns_refusal::bad_header;
   }
   return ns_refusal::none;

@@ -22,6 +22,10 @@ namespace vclock::detail {
 // the page its host time comes from. Written once, in the constructor.
 [[gnu::visibility("hidden")]] extern const ns_page* joined_namespace;
 [[gnu::visibility("hidden")]] extern const page* host_page;
+// What they point to when a namespace was joined: the careful path reads
+// these directly, by their link-time addresses.
+[[gnu::visibility("hidden")]] extern page the_host_page;
+[[gnu::visibility("hidden")]] extern ns_page the_ns_page;
 
 // Wakes the timekeeper thread, created asleep when the library was loaded
 // (or in a child after fork), on a process's first call. Async-signal-safe

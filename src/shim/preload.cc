@@ -37,6 +37,7 @@
 #include "startup_environment.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
+#include "virtual_clock.h"
 
 namespace vclock::shim {
 namespace {
@@ -138,6 +139,10 @@ chosen_functions choose() noexcept {
   }
   switch (m) {
     case mode::plain: {
+      if (detail::joined_namespace != nullptr) {
+        const virtual_entry_points v = virtual_entry_points_for(chosen_ordering());
+        return {v.gettime, vclock_getres, v.gettimeofday, v.time};
+      }
       const detail::entry_points ep = ordered();
       return {ep.gettime_or_efault, vclock_getres, ep.gettimeofday, vclock_time};
     }

@@ -13,7 +13,7 @@
 //   2. the host deadline where the namespace's line reaches D (none while
 //      frozen);
 //   3. wait for it, woken also by a change of the namespace: sleeps wait on
-//      a futex on the page's `current` word, which the writer flips and
+//      a futex on the page's `current` word, which the writer moves on and
 //      wakes after every change (a read-only shared mapping can be waited
 //      on); waits on file descriptors (poll, select, epoll_wait) and on
 //      libc's objects (condition variables, semaphores) cannot be, so they
@@ -237,7 +237,7 @@ int sleep_until(clockid_t clock, std::int64_t deadline) noexcept {
       at = to_timespec(host);
     }
     if (!d::still_current(ns, v)) continue;
-    const long r = syscall(SYS_futex, &ns.header.current, op, v.copy, ends ? &at : nullptr, nullptr,
+    const long r = syscall(SYS_futex, &ns.header.current, op, v.current, ends ? &at : nullptr, nullptr,
                            FUTEX_BITSET_MATCH_ANY);
     if (r != 0 && errno == EINTR) return EINTR;
   }

@@ -34,8 +34,8 @@ struct ns_view {
   ns_line line;
   std::uint64_t rate_before_q32;
   std::uint64_t rate_after_q32;
-  std::uint32_t copy;  // which copy, under which seq: still_current()
-  std::uint32_t seq;
+  std::uint32_t current;  // ns_header::current, and the copy's seq, when
+  std::uint32_t seq;      // the view was read: still_current()
 };
 
 // The copy in force, read under its seq. The writer never writes the copy
@@ -44,8 +44,8 @@ struct ns_view {
 [[gnu::always_inline]] inline ns_view load_ns_view(const ns_page& p, ns_family f) noexcept {
   for (;;) {
     ns_view v;
-    v.copy = load(p.header.current) & 1u;
-    const ns_params& c = p.copies[v.copy];
+    v.current = load(p.header.current);
+    const ns_params& c = p.copies[v.current & 1u];
     v.seq = load(c.seq);
     if ((v.seq & 1u) != 0) {
       arch::relax();
@@ -68,12 +68,38 @@ struct ns_view {
 // switch point comes): `v` maps it as every other reader does. A reader
 // preempted across a change must read again.
 [[gnu::always_inline]] inline bool still_current(const ns_page& p, const ns_view& v) noexcept {
-  return (load(p.header.current) & 1u) == v.copy && load(p.copies[v.copy].seq) == v.seq;
+  return load(p.header.current) == v.current && load(p.copies[v.current & 1u].seq) == v.seq;
 }
 
 [[gnu::always_inline]] inline std::int64_t to_virtual(const ns_view& v,
                                                       std::int64_t host_ns) noexcept {
   return ns_map(v.line, v.rate_before_q32, v.rate_after_q32, host_ns);
+}
+
+// The clock read's form of the same protocol, shaped for speed: before the
+// host clock is read, one load (ns_header::current, at a link-time address:
+// no chain of loads for an ordered counter read to wait for, one word to
+// keep across it); the copy's line after, then the same word again. The
+// writer writes only the copy not in force and moves `current` on by one
+// at every change, so an unchanged `current` means the copy was in force,
+// and whole, from before the host time was read until after its line was
+// loaded: it maps that time as every other reader does.
+template <ns_family F>
+[[gnu::always_inline]] inline bool map_if_unchanged(const ns_page& p, std::uint32_t current,
+                                                    std::int64_t host_ns,
+                                                    std::int64_t& out) noexcept {
+  const ns_params& c = p.copies[current & 1u];
+  const ns_line& l = c.lines[static_cast<std::uint32_t>(F)];
+  const std::int64_t switch_host = load(l.after.host_ns);
+  const bool after = host_ns >= switch_host;
+  const ns_anchor a = after ? ns_anchor{switch_host, load(l.after.virtual_ns)}
+                            : ns_anchor{load(l.before.host_ns), load(l.before.virtual_ns)};
+  const std::uint64_t rate = after ? load(c.rate_after_q32) : load(c.rate_before_q32);
+  if (load(p.header.current) != current) [[unlikely]] {
+    return false;  // a change came meanwhile: read the host clock again
+  }
+  out = ns_map(a, rate, host_ns);
+  return true;
 }
 
 }  // namespace vclock::detail

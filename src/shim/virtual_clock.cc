@@ -1,0 +1,151 @@
+// The shim's clock entry points in a virtual-time namespace. The plain
+// entry points would serve a namespace too (the_page is left odd, so every
+// read falls into the careful path, which maps host time), but through a
+// failed fast path and three calls, all before the counter read, which an
+// ordered read waits for. These go to the host page directly, with the
+// namespace's line applied around its fast path (virtual_reader.h), and
+// keep the careful path for everything else.
+#include "virtual_clock.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "kernel_clock.h"
+#include "virtual_reader.h"
+
+namespace vclock::shim {
+namespace {
+
+namespace d = vclock::detail;
+using arch::counter_ordering;
+using d::clock_kind;
+
+template <clock_kind K, counter_ordering O>
+[[gnu::cold, gnu::noinline]] int careful_into(timespec* ts) noexcept {
+  *ts = d::as_timespec::from_ns(d::virtual_ns<K, O>());
+  return 0;
+}
+
+template <clock_kind K, counter_ordering O>
+[[gnu::always_inline]] inline int fine_into(timespec* ts) noexcept {
+  timespec r;
+  if (d::try_read_virtual<K, d::as_timespec, O>(r)) [[likely]] {
+    *ts = r;
+    return 0;
+  }
+  return careful_into<K, O>(ts);
+}
+
+// The clocks without a fast form here (the coarse ones, TAI): the careful
+// path's mapping, out of line.
+template <counter_ordering O>
+[[gnu::noinline]] int gettime_other(clockid_t clock, timespec* ts) noexcept {
+  switch (clock) {
+    case CLOCK_MONOTONIC_RAW:
+      return fine_into<clock_kind::monotonic_raw, O>(ts);
+    case CLOCK_BOOTTIME:
+      return fine_into<clock_kind::boottime, O>(ts);
+    case CLOCK_TAI:
+      return careful_into<clock_kind::tai, O>(ts);
+    case CLOCK_MONOTONIC_COARSE:
+      return careful_into<clock_kind::monotonic_coarse, O>(ts);
+    case CLOCK_REALTIME_COARSE:
+      return careful_into<clock_kind::realtime_coarse, O>(ts);
+    default:
+      break;
+  }
+  // Clocks a namespace does not move (CPU time, and every id the kernel
+  // knows and vclock does not): the kernel's.
+  if (ts == nullptr) return static_cast<int>(syscall(SYS_clock_gettime, clock, nullptr));
+  const int r = kernel::gettime(clock, ts);
+  if (r != 0) {
+    errno = -r;
+    return -1;
+  }
+  return 0;
+}
+
+// MONOTONIC first, then REALTIME, as the plain dispatch (api.cc).
+template <counter_ordering O>
+int gettime(clockid_t clock, timespec* ts) noexcept {
+  if (ts == nullptr) [[unlikely]] {
+    return static_cast<int>(syscall(SYS_clock_gettime, clock, nullptr));  // EFAULT or EINVAL
+  }
+  if (clock == CLOCK_MONOTONIC) [[likely]] {
+    return fine_into<clock_kind::monotonic, O>(ts);
+  }
+  if (clock == CLOCK_REALTIME) return fine_into<clock_kind::realtime, O>(ts);
+  return gettime_other<O>(clock, ts);
+}
+
+// With a timezone: the kernel owns it.
+template <counter_ordering O>
+[[gnu::cold, gnu::noinline]] int gettimeofday_with_tz(timeval* tv, void* tz) noexcept {
+  const int r = kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
+  if (r != 0) {
+    errno = -r;
+    return -1;
+  }
+  if (tv == nullptr) return 0;
+  timespec ts;
+  fine_into<clock_kind::realtime, O>(&ts);
+  tv->tv_sec = ts.tv_sec;
+  tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
+  return 0;
+}
+
+template <counter_ordering O>
+int gettimeofday(timeval* tv, void* tz) noexcept {
+  if (tz != nullptr) [[unlikely]] {
+    return gettimeofday_with_tz<O>(tv, tz);
+  }
+  if (tv == nullptr) [[unlikely]] {
+    return 0;
+  }
+  timespec ts;
+  fine_into<clock_kind::realtime, O>(&ts);
+  tv->tv_sec = ts.tv_sec;
+  tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
+  return 0;
+}
+
+// time(2): the coarse REALTIME's seconds, virtual.
+time_t time_seconds(time_t* t) noexcept {
+  const std::int64_t ns = d::virtual_ns<clock_kind::realtime_coarse, arch::strongest_ordering>();
+  const auto s = static_cast<time_t>(d::as_timespec::from_ns(ns).tv_sec);
+  if (t != nullptr) *t = s;
+  return s;
+}
+
+template <counter_ordering O>
+constexpr virtual_entry_points set_for() noexcept {
+  return {gettime<O>, gettimeofday<O>, time_seconds};
+}
+
+}  // namespace
+
+virtual_entry_points virtual_entry_points_for(counter_ordering ordering) noexcept {
+  switch (ordering) {
+#if defined(__x86_64__)
+    case counter_ordering::mfence:
+      return set_for<counter_ordering::mfence>();
+    case counter_ordering::rdtscp:
+      return set_for<counter_ordering::rdtscp>();
+    case counter_ordering::none:
+    case counter_ordering::lfence:
+      break;
+  }
+  return set_for<counter_ordering::lfence>();
+#else
+    case counter_ordering::none:
+    case counter_ordering::ordered:
+      break;
+  }
+  return set_for<counter_ordering::ordered>();
+#endif
+}
+
+}  // namespace vclock::shim
