@@ -22,9 +22,8 @@
 // A wait interrupted by a signal returns EINTR (and the virtual time
 // left, where the function reports it), as the real one does.
 //
-// Not interposed (docs/shim.md): timer_settime (a POSIX timer's clock is
-// not visible from its id), timerfd and the *_gettime of timers; waits
-// inside libc that do not go through these exported names.
+// Timers are virtual_timers.cc's. Not interposed: waits inside libc that
+// do not go through these exported names.
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
@@ -46,13 +45,13 @@
 #include "runtime.h"
 #include "vclock/detail/ns_reader.h"
 #include "vclock/vclock.h"
+#include "virtual_time.h"
 
 namespace vclock::shim {
 namespace {
 
 namespace d = vclock::detail;
 
-constexpr std::int64_t ns_per_s = 1'000'000'000;
 // The longest a wait that cannot be woken by a change (file descriptors,
 // libc's objects) goes without looking at the namespace again.
 constexpr std::int64_t max_slice_ns = 100'000'000;
@@ -106,8 +105,8 @@ F next(const char* name) noexcept {
   real.epoll_pwait = next<epoll_pwait_fn>("epoll_pwait");
   real.ppoll = next<ppoll_fn>("ppoll");
   real.pselect = next<pselect_fn>("pselect");
-  // The default version (GLIBC_2.3.2): the compat one serves binaries
-  // linked before 2002, which also bind to it rather than to us.
+  // The version interposed (GLIBC_2.3.2); binaries bound to the compat
+  // one (linked before 2002) bind to it, not to us.
   real.cond_timedwait = reinterpret_cast<cond_timedwait_fn>(
       dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2"));
   if (real.cond_timedwait == nullptr) {
@@ -116,88 +115,6 @@ F next(const char* name) noexcept {
   real.sem_timedwait = next<sem_timedwait_fn>("sem_timedwait");
   real.cond_clockwait = next<cond_clockwait_fn>("pthread_cond_clockwait");
   real.sem_clockwait = next<sem_clockwait_fn>("sem_clockwait");
-}
-
-const ns_page* joined() noexcept { return d::joined_namespace; }
-
-// The clocks a namespace moves and sleeps can wait on.
-bool is_virtual_clock(clockid_t clock) noexcept {
-  return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC || clock == CLOCK_BOOTTIME ||
-         clock == CLOCK_TAI;
-}
-
-bool valid_timespec(const timespec* t) noexcept {
-  return t != nullptr && t->tv_sec >= 0 && t->tv_nsec >= 0 && t->tv_nsec < ns_per_s;
-}
-
-std::int64_t to_ns(const timespec& t) noexcept {
-  std::int64_t ns = 0;
-  if (__builtin_mul_overflow(static_cast<std::int64_t>(t.tv_sec), ns_per_s, &ns) ||
-      __builtin_add_overflow(ns, static_cast<std::int64_t>(t.tv_nsec), &ns)) {
-    return t.tv_sec < 0 ? INT64_MIN : INT64_MAX;
-  }
-  return ns;
-}
-
-timespec to_timespec(std::int64_t ns) noexcept {
-  timespec t{static_cast<time_t>(ns / ns_per_s), static_cast<long>(ns % ns_per_s)};
-  if (t.tv_nsec < 0) {
-    t.tv_nsec += ns_per_s;
-    t.tv_sec -= 1;
-  }
-  return t;
-}
-
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
-  std::int64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
-}
-
-std::int64_t virtual_now(clockid_t clock) noexcept { return vclock_gettime_ns(clock); }
-
-// A virtual TAI deadline as a virtual REALTIME one (TAI follows REALTIME's
-// line; their difference is whole seconds).
-std::int64_t as_family_deadline(clockid_t clock, std::int64_t deadline) noexcept {
-  if (clock != CLOCK_TAI) return deadline;
-  const std::int64_t gap = virtual_now(CLOCK_TAI) - virtual_now(CLOCK_REALTIME);
-  return deadline - (gap + ns_per_s / 2) / ns_per_s * ns_per_s;
-}
-
-ns_family family_of_clock(clockid_t clock) noexcept {
-  switch (clock) {
-    case CLOCK_MONOTONIC:
-      return ns_family::monotonic;
-    case CLOCK_BOOTTIME:
-      return ns_family::boottime;
-    default:
-      return ns_family::realtime;
-  }
-}
-
-__extension__ typedef __int128 i128;
-
-// The host time at which `v` reaches virtual time `deadline` (rounded up),
-// or false if it never does (frozen before it).
-bool host_deadline(const d::ns_view& v, std::int64_t deadline, std::int64_t& host) noexcept {
-  const auto solve = [deadline](const ns_anchor& a, std::uint64_t rate, std::int64_t& h) {
-    if (deadline <= a.virtual_ns) {
-      h = a.host_ns;
-      return true;
-    }
-    if (rate == 0) return false;
-    const i128 span = ((static_cast<i128>(deadline) - a.virtual_ns) << 32) + rate - 1;
-    const i128 r = static_cast<i128>(a.host_ns) + span / rate;
-    h = r > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(r);
-    return true;
-  };
-  if (deadline >= v.line.after.virtual_ns) return solve(v.line.after, v.rate_after_q32, host);
-  std::int64_t h = 0;
-  if (!solve(v.line.before, v.rate_before_q32, h)) {
-    host = v.line.after.host_ns;  // frozen before the switch point: waits for it
-    return true;
-  }
-  host = h < v.line.after.host_ns ? h : v.line.after.host_ns;
-  return true;
 }
 
 // Host ns until the namespace reaches `deadline` on `clock`'s line, at
@@ -237,8 +154,8 @@ int sleep_until(clockid_t clock, std::int64_t deadline) noexcept {
       at = to_timespec(host);
     }
     if (!d::still_current(ns, v)) continue;
-    const long r = syscall(SYS_futex, &ns.header.current, op, v.current, ends ? &at : nullptr, nullptr,
-                           FUTEX_BITSET_MATCH_ANY);
+    const long r = syscall(SYS_futex, &ns.header.current, op, v.current, ends ? &at : nullptr,
+                           nullptr, FUTEX_BITSET_MATCH_ANY);
     if (r != 0 && errno == EINTR) return EINTR;
   }
 }
@@ -491,8 +408,12 @@ VCLOCK_SHIM_EXPORT int pselect(int n, fd_set* readfds, fd_set* writefds, fd_set*
 
 // The condition variable's clock is glibc's bit 1 of __wrefs (set by
 // pthread_condattr_setclock).
-VCLOCK_SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
-                                              const timespec* abstime) {
+// Exported as pthread_cond_timedwait@@GLIBC_2.3.2 only (preload.map): a
+// binary bound to the 2.2.5 version passes the old condvar, and reaches
+// glibc's compat function past the shim.
+VCLOCK_SHIM_EXPORT int vclock_shim_pthread_cond_timedwait(pthread_cond_t* cond,
+                                                          pthread_mutex_t* mutex,
+                                                          const timespec* abstime) {
   if (s::real.cond_timedwait == nullptr) s::find_real_waits();  // before our constructor
   if (s::joined() == nullptr || !s::valid_timespec(abstime)) {
     return s::real.cond_timedwait(cond, mutex, abstime);
@@ -501,6 +422,7 @@ VCLOCK_SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mute
       ((cond->__data.__wrefs >> 1) & 1u) != 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
   return s::cond_wait_until(cond, mutex, clock, abstime);
 }
+__asm__(".symver vclock_shim_pthread_cond_timedwait, pthread_cond_timedwait@@GLIBC_2.3.2");
 
 VCLOCK_SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
                                               clockid_t clock, const timespec* abstime) {

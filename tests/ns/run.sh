@@ -2,13 +2,14 @@
 # Virtual time, end to end: `vclock run` TIME OPTIONS and `vclock ns` on real programs (the
 # probe, coreutils, python3), through the shim. Every figure is checked against the host's
 # clocks read outside the namespace (the raw system call, or this script's own `date`).
-#   usage: run.sh VCLOCK SHIM NS_PROBE
+#   usage: run.sh VCLOCK SHIM NS_PROBE TIMER_PROBE
 # Exit 0 all passed, 1 a case failed, 77 skipped (no python3 is not a skip: its cases are).
 set -uo pipefail
 
 vclock=$1
 shim=$2
 probe=$3
+timer_probe=$4
 export VCLOCK_SHIM=$shim
 unset VCLOCK_NS LD_PRELOAD
 
@@ -170,6 +171,49 @@ print(" ".join(out))'
 else
   echo "SKIP  python3 waits: no python3"
 fi
+
+# --- Timers (timerfd, POSIX) fire in virtual time -------------------------------------------
+# Each case: how long the timer took in host ms (the raw system call) and in the program's own
+# time, and what *_gettime said right after arming (virtual time left).
+timer_case() { # NAME LOW_HOST_MS HIGH_HOST_MS MIN_VIRTUAL_MS LEFT_LOW LEFT_HIGH FIRED -- COMMAND...
+  local name=$1 lo=$2 hi=$3 vmin=$4 llo=$5 lhi=$6 fired=$7
+  shift 8
+  local out
+  out=$("$@" 2>&1)
+  local host_ms virtual_ms left_ms
+  host_ms=$(field "$out" host_ms)
+  virtual_ms=$(field "$out" virtual_ms)
+  left_ms=$(field "$out" left_ms)
+  if [[ -n $host_ms ]] && within "$host_ms" "$lo" "$hi" && ((virtual_ms >= vmin)) &&
+    within "$left_ms" "$llo" "$lhi" && [[ $(field "$out" fired) == "$fired" ]]; then
+    pass "$name: $host_ms host ms, $virtual_ms virtual ms, $left_ms ms left at arming"
+  else
+    fail "$name: $out"
+  fi
+}
+timer_case "timerfd MONOTONIC 2 s relative at rate 10" 190 800 2000 1900 2000 1 -- \
+  "$vclock" run --rate 10 -- "$timer_probe" timerfd monotonic rel 2000
+timer_case "timerfd MONOTONIC 2 s absolute at rate 10" 190 800 2000 1900 2000 1 -- \
+  "$vclock" run --rate 10 -- "$timer_probe" timerfd monotonic abs 2000
+timer_case "timerfd BOOTTIME 1 s relative at rate 0.5" 1990 2800 1000 900 1000 1 -- \
+  "$vclock" run --rate 0.5 -- "$timer_probe" timerfd boottime rel 1000
+# A day ahead: unconverted, the absolute expiry would be a day away on the host.
+timer_case "timerfd REALTIME absolute, REALTIME +1d" 290 1200 300 200 300 1 -- \
+  "$vclock" run --realtime +1d -- "$timer_probe" timerfd realtime abs 300
+timer_case "timerfd interval 500 ms x4 at rate 10" 190 900 2000 400 500 4 -- \
+  "$vclock" run --rate 10 -- "$timer_probe" interval 500 4
+timer_case "POSIX timer MONOTONIC 2 s relative at rate 10" 190 800 2000 1900 2000 1 -- \
+  "$vclock" run --rate 10 -- "$timer_probe" posix monotonic rel 2000
+timer_case "POSIX timer REALTIME absolute, REALTIME -1h at rate 10" 190 800 2000 1900 2000 1 -- \
+  "$vclock" run --realtime -1h --rate 10 -- "$timer_probe" posix realtime abs 2000
+out=$("$vclock" run --frozen -- "$timer_probe" frozen 50 300 2>&1)
+[[ $(field "$out" fired) == 0 && $(field "$out" virtual_ms) == 0 ]] &&
+  pass "frozen: a 50 ms timerfd has not fired after 300 host ms" || fail "frozen timer: $out"
+# Outside a namespace the shim arms timers as asked.
+timer_case "timerfd outside a namespace" 290 1200 300 200 300 1 -- \
+  env LD_PRELOAD="$shim" "$timer_probe" timerfd monotonic rel 300
+timer_case "POSIX timer outside a namespace" 290 1200 300 200 300 1 -- \
+  env LD_PRELOAD="$shim" "$timer_probe" posix boottime rel 300
 
 # --- Named namespaces: changes reach running processes at once -------------------------------
 new_name live live

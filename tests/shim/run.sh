@@ -182,6 +182,27 @@ if "$cc" -fsanitize=address -fno-omit-frame-pointer -g -O1 "$here/calls_probe.c"
 else
   echo "note: $cc cannot build with -fsanitize=address here:" && sed 's/^/   /' "$work/asan.log"
 fi
+# What the shim exports: the interposed libc names, timer_* in their two current versions and
+# pthread_cond_timedwait in its current one (src/shim/preload.map), nothing of vclock's own.
+if command -v objdump >/dev/null 2>&1; then
+  exported=$(objdump -T "$shim" | awk '$2 == "g" && $4 != "*UND*" { print $(NF-1) ":" $NF }' |
+    sort | tr '\n' ' ')
+  expected="(GLIBC_2.3.3):timer_create (GLIBC_2.3.3):timer_delete (GLIBC_2.3.3):timer_gettime"
+  expected+=" (GLIBC_2.3.3):timer_settime Base:clock_getres Base:clock_gettime"
+  expected+=" Base:clock_nanosleep Base:epoll_pwait Base:epoll_wait Base:ftime Base:gettimeofday"
+  expected+=" Base:nanosleep Base:poll Base:ppoll Base:pselect Base:pthread_cond_clockwait"
+  expected+=" Base:select Base:sem_clockwait Base:sem_timedwait Base:sleep Base:time"
+  expected+=" Base:timerfd_create Base:timerfd_gettime Base:timerfd_settime Base:timespec_get"
+  expected+=" Base:timespec_getres Base:usleep GLIBC_2.3.2:GLIBC_2.3.2"
+  expected+=" GLIBC_2.3.2:pthread_cond_timedwait GLIBC_2.3.3:GLIBC_2.3.3 GLIBC_2.34:GLIBC_2.34"
+  expected+=" GLIBC_2.34:timer_create GLIBC_2.34:timer_delete GLIBC_2.34:timer_gettime"
+  expected+=" GLIBC_2.34:timer_settime "
+  if [[ $exported == "$expected" ]]; then
+    pass "the shim exports the interposed names only ($(wc -w <<<"$exported") symbols)"
+  else
+    fail "the shim exports: $exported"
+  fi
+fi
 # The versioned probe is only worth its name if the binary really asks for GLIBC_2.2.5.
 if command -v objdump >/dev/null 2>&1; then
   if objdump -T "$probe_dir/shim_calls_probe" | grep -q '(GLIBC_2\.2\.5) *clock_gettime$'; then

@@ -1,0 +1,162 @@
+/* Timers under the shim, for tests/ns/run.sh: arms one, waits for it with
+ * calls the shim leaves alone (read, sigwaitinfo, the raw nanosleep), and
+ * says how long that took in host time (the raw system call) and in the
+ * program's time (libc's clock_gettime: virtual in a namespace).
+ *   timer_probe timerfd CLOCK rel|abs MS   a timerfd, MS of CLOCK's time
+ *   timer_probe posix CLOCK rel|abs MS     a POSIX timer (SIGEV_SIGNAL)
+ *   timer_probe interval MS COUNT         a MONOTONIC timerfd every MS ms,
+ *                                         until COUNT expirations
+ *   timer_probe frozen MS HOST_MS         a MONOTONIC timerfd of MS ms;
+ *                                         after HOST_MS host ms, fired?
+ * CLOCK: realtime, monotonic, boottime. One line of "name value" pairs:
+ * host_ms, virtual_ms, left_ms (what *_gettime said right after arming),
+ * interval_ms, fired. Exit 2 on a failed call. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t ns_of(const struct timespec* t) {
+  return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static struct timespec timespec_of(int64_t ns) {
+  struct timespec t = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  return t;
+}
+
+static int64_t program_now(clockid_t c) {
+  struct timespec t;
+  if (clock_gettime(c, &t) != 0) {
+    perror("clock_gettime");
+    exit(2);
+  }
+  return ns_of(&t);
+}
+
+static int64_t host_now(void) {
+  struct timespec t;
+  if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t) != 0) {
+    perror("SYS_clock_gettime");
+    exit(2);
+  }
+  return ns_of(&t);
+}
+
+static void check(int ok, const char* what) {
+  if (!ok) {
+    fprintf(stderr, "timer_probe: %s: %s\n", what, strerror(errno));
+    exit(2);
+  }
+}
+
+static clockid_t clock_named(const char* name) {
+  if (strcmp(name, "realtime") == 0) return CLOCK_REALTIME;
+  if (strcmp(name, "monotonic") == 0) return CLOCK_MONOTONIC;
+  if (strcmp(name, "boottime") == 0) return CLOCK_BOOTTIME;
+  fprintf(stderr, "timer_probe: unknown clock %s\n", name);
+  exit(2);
+}
+
+static struct itimerspec arming(clockid_t c, int absolute, int64_t ms, int64_t interval_ms) {
+  struct itimerspec want;
+  const int64_t span = ms * 1000000;
+  want.it_value = timespec_of(absolute ? program_now(c) + span : span);
+  want.it_interval = timespec_of(interval_ms * 1000000);
+  return want;
+}
+
+static void report(int64_t host0, int64_t virtual0, clockid_t c, const struct itimerspec* left,
+                   int fired) {
+  printf("host_ms %lld virtual_ms %lld left_ms %lld interval_ms %lld fired %d\n",
+         (long long)((host_now() - host0) / 1000000),
+         (long long)((program_now(c) - virtual0) / 1000000),
+         (long long)(ns_of(&left->it_value) / 1000000),
+         (long long)(ns_of(&left->it_interval) / 1000000), fired);
+}
+
+int main(int argc, char** argv) {
+  if (argc == 5 && (strcmp(argv[1], "timerfd") == 0 || strcmp(argv[1], "posix") == 0)) {
+    const clockid_t c = clock_named(argv[2]);
+    const int absolute = strcmp(argv[3], "abs") == 0;
+    const int64_t ms = atoll(argv[4]);
+    struct itimerspec left;
+    if (strcmp(argv[1], "timerfd") == 0) {
+      const int fd = timerfd_create(c, 0);
+      check(fd >= 0, "timerfd_create");
+      const int64_t host0 = host_now(), virtual0 = program_now(c);
+      const struct itimerspec want = arming(c, absolute, ms, 0);
+      check(timerfd_settime(fd, absolute ? TFD_TIMER_ABSTIME : 0, &want, NULL) == 0,
+            "timerfd_settime");
+      check(timerfd_gettime(fd, &left) == 0, "timerfd_gettime");
+      uint64_t expirations = 0;
+      check(read(fd, &expirations, sizeof(expirations)) == sizeof(expirations), "read");
+      report(host0, virtual0, c, &left, (int)expirations);
+      return 0;
+    }
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGRTMIN);
+    check(sigprocmask(SIG_BLOCK, &signals, NULL) == 0, "sigprocmask");
+    struct sigevent event;
+    memset(&event, 0, sizeof(event));
+    event.sigev_notify = SIGEV_SIGNAL;
+    event.sigev_signo = SIGRTMIN;
+    timer_t id;
+    check(timer_create(c, &event, &id) == 0, "timer_create");
+    const int64_t host0 = host_now(), virtual0 = program_now(c);
+    const struct itimerspec want = arming(c, absolute, ms, 0);
+    check(timer_settime(id, absolute ? TIMER_ABSTIME : 0, &want, NULL) == 0, "timer_settime");
+    check(timer_gettime(id, &left) == 0, "timer_gettime");
+    siginfo_t info;
+    check(sigwaitinfo(&signals, &info) == SIGRTMIN, "sigwaitinfo");
+    report(host0, virtual0, c, &left, 1);
+    check(timer_delete(id) == 0, "timer_delete");
+    return 0;
+  }
+  if (argc == 4 && strcmp(argv[1], "interval") == 0) {
+    const int64_t ms = atoll(argv[2]);
+    const uint64_t count = (uint64_t)atoll(argv[3]);
+    const int fd = timerfd_create(CLOCK_MONOTONIC, 0);
+    check(fd >= 0, "timerfd_create");
+    const int64_t host0 = host_now(), virtual0 = program_now(CLOCK_MONOTONIC);
+    const struct itimerspec want = arming(CLOCK_MONOTONIC, 0, ms, ms);
+    check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
+    struct itimerspec left;
+    check(timerfd_gettime(fd, &left) == 0, "timerfd_gettime");
+    uint64_t total = 0;
+    while (total < count) {
+      uint64_t expirations = 0;
+      check(read(fd, &expirations, sizeof(expirations)) == sizeof(expirations), "read");
+      total += expirations;
+    }
+    report(host0, virtual0, CLOCK_MONOTONIC, &left, (int)total);
+    return 0;
+  }
+  if (argc == 4 && strcmp(argv[1], "frozen") == 0) {
+    const int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    check(fd >= 0, "timerfd_create");
+    const int64_t host0 = host_now(), virtual0 = program_now(CLOCK_MONOTONIC);
+    const struct itimerspec want = arming(CLOCK_MONOTONIC, 0, atoll(argv[2]), 0);
+    check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
+    struct itimerspec left;
+    check(timerfd_gettime(fd, &left) == 0, "timerfd_gettime");
+    const struct timespec wait = timespec_of(atoll(argv[3]) * 1000000);
+    syscall(SYS_nanosleep, &wait, NULL);
+    uint64_t expirations = 0;
+    const int fired = read(fd, &expirations, sizeof(expirations)) == sizeof(expirations);
+    report(host0, virtual0, CLOCK_MONOTONIC, &left, fired);
+    return 0;
+  }
+  fprintf(stderr,
+          "usage: timer_probe timerfd|posix CLOCK rel|abs MS | interval MS COUNT | "
+          "frozen MS HOST_MS\n");
+  return 2;
+}
