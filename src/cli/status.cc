@@ -30,6 +30,10 @@ void print_text(const status_snapshot& s) {
   if (s.daemon_pid != 0) add("daemon_pid", std::to_string(s.daemon_pid));
   if (!s.ns.empty()) add("ns", s.ns + " (virtual time: offsets below are virtual - kernel)");
   if (!s.ns_refused.empty()) add("ns_refused", s.ns_refused);
+  if (s.timens_monotonic_ns != 0 || s.timens_boottime_ns != 0) {
+    add("kernel_timens", "MONOTONIC " + signed_ns(s.timens_monotonic_ns) + ", BOOTTIME " +
+                             signed_ns(s.timens_boottime_ns) + " (added to the page's time)");
+  }
   add("mode", s.counter_mode ? "counter" : "fallback (" + s.reason + ")");
   add("counter", s.counter + (s.invariant_counter ? " (invariant)" : " (not invariant)"));
   add("counter_hz", strformat("%.0f (%.3f MHz)", s.counter_hz, s.counter_hz / 1e6));
@@ -71,6 +75,10 @@ void print_json(const status_snapshot& s) {
   if (s.daemon_pid != 0) j.field("daemon_pid", s.daemon_pid);
   if (!s.ns.empty()) j.field("ns", s.ns);
   if (!s.ns_refused.empty()) j.field("ns_refused", s.ns_refused);
+  if (s.timens_monotonic_ns != 0 || s.timens_boottime_ns != 0) {
+    j.field("kernel_timens_monotonic_ns", s.timens_monotonic_ns)
+        .field("kernel_timens_boottime_ns", s.timens_boottime_ns);
+  }
   j.field("mode", s.counter_mode ? "counter" : "fallback")
       .field("counter_mode", s.counter_mode)
       .field("reason", s.reason)

@@ -27,6 +27,7 @@
 #include "fallback_reason_text.h"
 #include "kernel_bound.h"
 #include "kernel_clock.h"
+#include "kernel_frame.h"
 #include "notify.h"
 #include "page_file.h"
 #include "page_identity.h"
@@ -51,13 +52,16 @@ namespace {
   std::fputs(line.c_str(), stderr);
 }
 
-// The counter and the kernel, as the library's own thread reads them. With
+// The counter and the kernel, as the library's own thread reads them, but
+// in the initial time namespace's terms: a daemon started in a kernel time
+// namespace (a container's) subtracts its offsets, since every reader adds
+// its own (kernel_frame.h). With
 // VCLOCKD_TEST_STOP_IN_UPDATE=N (tests only), the daemon stops itself
 // (SIGSTOP) inside its Nth update, between turning the hot line odd and
 // freezing the backup: where a kill -9 leaves both lines odd.
 class daemon_sources final : public time_sources {
  public:
-  explicit daemon_sources(const page& p) : page_(p) {
+  daemon_sources(const page& p, const time_namespace_offsets& frame) : page_(p), frame_(frame) {
     if (const char* v = std::getenv("VCLOCKD_TEST_STOP_IN_UPDATE")) {
       stop_in_update_ = std::strtoull(v, nullptr, 10);
     }
@@ -70,7 +74,19 @@ class daemon_sources final : public time_sources {
     }
     return arch::read_counter_after_stores();
   }
-  std::int64_t read_kernel(clockid_t clock) override { return kernel::now_ns(clock); }
+  std::int64_t read_kernel(clockid_t clock) override {
+    const std::int64_t t = kernel::now_ns(clock);
+    switch (clock) {
+      case CLOCK_MONOTONIC:
+      case CLOCK_MONOTONIC_RAW:
+      case CLOCK_MONOTONIC_COARSE:
+        return t - frame_.monotonic_ns;
+      case CLOCK_BOOTTIME:
+        return t - frame_.boottime_ns;
+      default:
+        return t;
+    }
+  }
 
   // --bound-source: the kernel's adjtimex, chronyd, or a fake file.
   void use_fake_bound(const std::string& path) {
@@ -88,6 +104,7 @@ class daemon_sources final : public time_sources {
 
  private:
   const page& page_;
+  time_namespace_offsets frame_;
   std::uint64_t stop_in_update_ = 0;
   std::unique_ptr<fake_bound_source> fake_;
   std::unique_ptr<chrony_bound_source> chrony_;
@@ -197,7 +214,22 @@ int run(const options& o) {
                                 : "continuing the existing page");
   if (o.realtime) try_realtime_scheduling();
 
-  daemon_sources sources(*wp.p);
+  // In a kernel time namespace: publish the initial namespace's time. A
+  // daemon that cannot tell its namespace's offsets (started between an
+  // unshare and the next exec) would publish another namespace's time.
+  const detail::kernel_frame frame = detail::read_kernel_frame();
+  if (!frame.readable) {
+    log("cannot read this process's time namespace offsets (/proc/self/ns/time differs from "
+        "time_for_children): start vclockd from a fresh exec");
+    return 1;
+  }
+  if (frame.offsets_clocks()) {
+    log("in a kernel time namespace (MONOTONIC %+lld ns, BOOTTIME %+lld ns): publishing the "
+        "initial namespace's time, as every reader expects",
+        static_cast<long long>(frame.offsets.monotonic_ns),
+        static_cast<long long>(frame.offsets.boottime_ns));
+  }
+  daemon_sources sources(*wp.p, frame.offsets);
   if (o.bound_source.starts_with("fake:")) sources.use_fake_bound(o.bound_source.substr(5));
   if (o.chrony_port != 0) sources.use_chrony_bound(static_cast<std::uint16_t>(o.chrony_port));
   timekeeper_config config;

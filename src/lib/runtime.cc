@@ -13,6 +13,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 
 #include "kernel_bound.h"
 #include "kernel_clock.h"
+#include "kernel_frame.h"
 #include "ns_join.h"
 #include "page_identity.h"
 #include "shared_page.h"
@@ -44,6 +46,8 @@ alignas(4096) page the_host_page{};
 alignas(4096) ns_page the_ns_page{};
 const ns_page* joined_namespace = nullptr;
 const page* host_page = &the_page;
+std::int64_t frame_offset_ns[ns_family_count] = {};
+bool kernel_frame_only = false;
 
 namespace {
 
@@ -194,12 +198,37 @@ const char* page_path_from_environment() noexcept {
 
 // Maps vclockd's page over the_page if there is a good one. The page's
 // address stays the link-time constant every reader was compiled against.
-bool attach_to_daemon(const machine_identity& identity, page* where) noexcept {
+bool attach_to_daemon(const machine_identity& identity, page* where, bool in_own_frame) noexcept {
   const char* path = page_path_from_environment();
   if (path == nullptr) return false;
   std::snprintf(attached_path, sizeof(attached_path), "%s", path);
-  attach_outcome = attach_shared_page(path, where, identity);
+  attach_outcome = attach_shared_page(path, where, identity, in_own_frame);
   return attach_outcome.refusal == page_refusal::none;
+}
+
+// --- Kernel time namespaces (kernel_frame.h) ------------------------------------------------
+// The daemon's page is the initial namespace's time. A process whose own
+// kernel time namespace offsets MONOTONIC or BOOTTIME reads it at
+// the_host_page, as a process in a virtual-time namespace does, and adds
+// its offsets (frame_offset_ns) to every host time the page gives; the
+// careful path subtracts them from the kernel's answers it compares with
+// the page. With no VCLOCK_NS, its namespace is the identity
+// (kernel_frame_only): the reads are the kernel namespace's clocks, and
+// the shim's waits and timers are left to the kernel.
+kernel_frame frame_at_load;
+
+void use_frame_offsets(const time_namespace_offsets& o) noexcept {
+  frame_offset_ns[static_cast<int>(ns_family::monotonic)] = o.monotonic_ns;
+  frame_offset_ns[static_cast<int>(ns_family::raw)] = o.monotonic_ns;
+  frame_offset_ns[static_cast<int>(ns_family::boottime)] = o.boottime_ns;
+  frame_offset_ns[static_cast<int>(ns_family::realtime)] = 0;
+}
+
+void join_kernel_frame_namespace() noexcept {
+  write_identity_namespace(the_ns_page);
+  kernel_frame_only = true;
+  joined_namespace = &the_ns_page;
+  host_page = &the_host_page;
 }
 
 // VCLOCK_NS (secure_getenv: a setuid program joins nothing). Joined, the
@@ -234,6 +263,42 @@ void leave_the_fast_path_for_good() noexcept {
   store(the_page.coarse.seq, 1u);
 }
 
+// A child whose parent called unshare(CLONE_NEWTIME) before fork() lives
+// in another kernel time namespace than the one the library was loaded in
+// (one readlink per fork tells). With the daemon's page it takes the new
+// offsets, moving to the_host_page if it read the_page so far; its own
+// timekeeper (libvclock.so without a daemon) re-calibrates in the child
+// against the new namespace's kernel clocks (docs/virtual-time.md: a
+// negative offset holds MONOTONIC back meanwhile). Only system calls: the
+// child of a multi-threaded parent may run nothing else.
+void recheck_time_namespace_in_child() {
+  if (in_time_namespace(frame_at_load.link)) return;
+  const kernel_frame now = read_kernel_frame();
+  frame_at_load = now;
+  if (source != page_source::shared) return;
+  if (joined_namespace != nullptr) {
+    use_frame_offsets(now.readable ? now.offsets : time_namespace_offsets{});
+    return;
+  }
+  if (!now.offsets_clocks()) return;
+  // the_page is the daemon's mapping: map the page again at the_host_page,
+  // then give the_page the odd seqs of a process in a namespace.
+  const machine_identity identity = read_machine_identity();
+  const bool moved = attach_shared_page(attached_path, &the_host_page, identity, true).refusal ==
+                     page_refusal::none;
+  void* fresh = mmap(&the_page, sizeof(page), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (fresh == MAP_FAILED) return;  // the_page keeps the daemon's time: left as it was
+  write_header(the_page.header, identity, 0);
+  if (moved) {
+    join_kernel_frame_namespace();
+    use_frame_offsets(now.offsets);
+    leave_the_fast_path_for_good();
+  } else {
+    source = page_source::kernel;  // the_page is off now: the kernel answers
+  }
+}
+
 // Everything that is not async-signal-safe happens here, once, as the
 // library is loaded (or dlopen'ed): the environment, /sys, the shared page,
 // placement new, pthread_atfork and the thread itself. A call that comes
@@ -254,12 +319,28 @@ void leave_the_fast_path_for_good() noexcept {
   verdict = decide_trust();
   const machine_identity identity = read_machine_identity();
   join_namespace_from_environment();
+  frame_at_load = read_kernel_frame();
+  pthread_atfork(nullptr, nullptr, recheck_time_namespace_in_child);
+  const bool trusted = verdict.reason == fallback_reason::none;
+  bool attached = false;
+  if (trusted && joined_namespace == nullptr && frame_at_load.readable &&
+      frame_at_load.offsets_clocks()) {
+    // Only with the daemon's page does such a process need a namespace:
+    // its own timekeeper, or the kernel, gives its own namespace's time.
+    attached = attach_to_daemon(identity, &the_host_page, true);
+    if (attached) join_kernel_frame_namespace();
+  }
   if (joined_namespace != nullptr) {
     write_header(the_page.header, identity, 0);
     leave_the_fast_path_for_good();
   }
   page& host = joined_namespace != nullptr ? the_host_page : the_page;
-  if (verdict.reason == fallback_reason::none && attach_to_daemon(identity, &host)) {
+  if (!attached && trusted) {
+    attached =
+        attach_to_daemon(identity, &host, joined_namespace != nullptr && frame_at_load.readable);
+  }
+  if (attached) {
+    if (joined_namespace != nullptr) use_frame_offsets(frame_at_load.offsets);
     source = page_source::shared;  // no timekeeper, no thread: the daemon's
     pthread_mutex_unlock(&timekeeper_lock);
     return;

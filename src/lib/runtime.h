@@ -22,6 +22,14 @@ namespace vclock::detail {
 // the page its host time comes from. Written once, in the constructor.
 [[gnu::visibility("hidden")]] extern const ns_page* joined_namespace;
 [[gnu::visibility("hidden")]] extern const page* host_page;
+// A process in a kernel time namespace that offsets its clocks, reading
+// the daemon's page (the initial namespace's time): what its namespace adds
+// to each family's host time (0 otherwise), and whether that namespace is
+// all it joined (no VCLOCK_NS: its "namespace" is the identity, and its
+// waits are the kernel's business). Written at load and in a fork child.
+[[gnu::visibility("hidden")]] extern std::int64_t frame_offset_ns[ns_family_count];
+[[gnu::visibility("hidden")]] extern bool kernel_frame_only;
+
 // What they point to when a namespace was joined: the careful path reads
 // these directly, by their link-time addresses.
 [[gnu::visibility("hidden")]] extern page the_host_page;

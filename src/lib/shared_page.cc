@@ -126,6 +126,35 @@ page_refusal check_page_header(const void* bytes, std::size_t size,
   return page_refusal::none;
 }
 
+time_namespace_offsets parse_time_namespace_offsets(const char* text, std::size_t length) noexcept {
+  time_namespace_offsets offsets;
+  const char* p = text;
+  const char* end = text + length;
+  while (p < end) {
+    const char* eol =
+        static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+    if (eol == nullptr) eol = end;
+    const char* q = p;
+    while (q < eol && *q != ' ' && *q != '\t') ++q;  // the clock's name or id
+    const auto name_is = [p, q](const char* a, const char* b) {
+      const auto n = static_cast<std::size_t>(q - p);
+      return (std::strlen(a) == n && std::memcmp(p, a, n) == 0) ||
+             (std::strlen(b) == n && std::memcmp(p, b, n) == 0);
+    };
+    long long seconds = 0, nanoseconds = 0;
+    std::int64_t ns = 0;
+    if (read_long(q, eol, seconds) && read_long(q, eol, nanoseconds) &&
+        !__builtin_mul_overflow(seconds, 1'000'000'000LL, &ns) &&
+        !__builtin_add_overflow(ns, nanoseconds, &ns)) {
+      if (name_is("monotonic", "1")) offsets.monotonic_ns = ns;
+      if (name_is("boottime", "7")) offsets.boottime_ns = ns;
+    }
+    if (eol == end) break;
+    p = eol + 1;
+  }
+  return offsets;
+}
+
 bool time_namespace_offsets_clocks(const char* text, std::size_t length) noexcept {
   // Lines "<clock name or id> <seconds> <nanoseconds>".
   const char* p = text;
@@ -147,8 +176,8 @@ bool time_namespace_offsets_clocks(const char* text, std::size_t length) noexcep
   return false;
 }
 
-attach_result attach_shared_page(const char* path, page* where,
-                                 const machine_identity& me) noexcept {
+attach_result attach_shared_page(const char* path, page* where, const machine_identity& me,
+                                 bool in_own_frame) noexcept {
   attach_result result;
   const auto refuse = [&result](page_refusal r, int error) {
     result.refusal = r;
@@ -177,7 +206,7 @@ attach_result attach_shared_page(const char* path, page* where,
     r = n == static_cast<ssize_t>(sizeof(header)) ? check_page_header(header, sizeof(header), me)
                                                   : page_refusal::read_failed;
   }
-  if (r == page_refusal::none && in_offset_time_namespace()) {
+  if (r == page_refusal::none && !in_own_frame && in_offset_time_namespace()) {
     r = page_refusal::time_namespace;
   }
   if (r != page_refusal::none) {

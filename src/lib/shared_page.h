@@ -70,15 +70,28 @@ page_refusal check_page_header(const void* bytes, std::size_t size,
 // than the daemon's.
 bool time_namespace_offsets_clocks(const char* text, std::size_t length) noexcept;
 
+// What a kernel time namespace adds to the initial namespace's MONOTONIC
+// (and MONOTONIC_RAW, _COARSE) and BOOTTIME, from /proc/self/timens_offsets
+// (lines "monotonic SECONDS NANOSECONDS", "boottime ...", or the clock ids
+// 1 and 7 by number). Lines it does not know are ignored.
+struct time_namespace_offsets {
+  std::int64_t monotonic_ns = 0;
+  std::int64_t boottime_ns = 0;
+};
+time_namespace_offsets parse_time_namespace_offsets(const char* text, std::size_t length) noexcept;
+
 struct attach_result {
   page_refusal refusal = page_refusal::none;  // none: attached
   int error = 0;                              // errno of a failed system call
 };
 
 // Checks the page at `path` and maps it read-only, MAP_FIXED, over `where`
-// (page-aligned, page_bytes long). On refusal `where` is untouched.
-attach_result attach_shared_page(const char* path, page* where,
-                                 const machine_identity& me) noexcept;
+// (page-aligned, page_bytes long). On refusal `where` is untouched. A
+// process in a kernel time namespace that offsets its clocks is refused
+// (the page is the initial namespace's time) unless `in_own_frame`: its
+// caller adds the namespace's offsets to what it reads (runtime.cc).
+attach_result attach_shared_page(const char* path, page* where, const machine_identity& me,
+                                 bool in_own_frame = false) noexcept;
 
 }  // namespace vclock
 

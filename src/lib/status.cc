@@ -75,6 +75,8 @@ status_snapshot read_status(int wait_ms) {
     s.ns_refused = std::string(detail::namespace_file()) + ": " + ns_refusal_text(joined.refusal);
     if (joined.error != 0) s.ns_refused += std::string(": ") + std::strerror(joined.error);
   }
+  s.timens_monotonic_ns = detail::frame_offset_ns[static_cast<int>(ns_family::monotonic)];
+  s.timens_boottime_ns = detail::frame_offset_ns[static_cast<int>(ns_family::boottime)];
   if (detail::current_source() == detail::page_source::shared) {
     s.daemon_pid = detail::load_relaxed(p.header.writer_pid);
   }

@@ -9,12 +9,16 @@
 namespace vclock {
 
 struct status_snapshot {
-  std::string source;              // "shared" (vclockd's page), "in-process" or "kernel"
-  std::string page;                // the shared page's path that was tried ("" if off)
-  std::string page_refused;        // why a page that was found was not used ("" otherwise)
-  std::int64_t daemon_pid = 0;     // the shared page's writer (0 if none)
-  std::string ns;                  // the namespace file joined (VCLOCK_NS; "" if none)
-  std::string ns_refused;          // why VCLOCK_NS was not joined ("" otherwise)
+  std::string source;           // "shared" (vclockd's page), "in-process" or "kernel"
+  std::string page;             // the shared page's path that was tried ("" if off)
+  std::string page_refused;     // why a page that was found was not used ("" otherwise)
+  std::int64_t daemon_pid = 0;  // the shared page's writer (0 if none)
+  std::string ns;               // the namespace file joined (VCLOCK_NS; "" if none)
+  std::string ns_refused;       // why VCLOCK_NS was not joined ("" otherwise)
+  // A kernel time namespace's offsets that this process adds to the
+  // daemon's page (kernel_frame.h); both 0 when it adds none.
+  std::int64_t timens_monotonic_ns = 0;
+  std::int64_t timens_boottime_ns = 0;
   std::string page_abi;            // "3.0": the page's ABI major.minor
   bool counter_mode = false;       // the page answers from the counter
   std::string reason;              // why not (empty in counter mode)

@@ -28,22 +28,40 @@
 
 namespace vclock::detail {
 
-// Host time, when the host page's fast path cannot answer.
+// What this process's kernel time namespace adds to family F's host time
+// (runtime.h: 0 unless the host page is the daemon's and the namespace
+// offsets the clocks).
+template <clock_kind K>
+[[gnu::always_inline]] inline std::int64_t frame_offset() noexcept {
+  return frame_offset_ns[static_cast<std::uint32_t>(family_of(K))];
+}
+
+// Host time, when the host page's fast path cannot answer. The careful
+// path compares the kernel's answers with the page's values, so it asks
+// for the kernel's in the page's frame.
 template <clock_kind K>
 [[gnu::cold, gnu::noinline]] std::int64_t host_careful_ns() noexcept {
+  const std::int64_t offset = frame_offset<K>();
   return read_careful<K>(
-      the_host_page, [] { return arch::read_counter<arch::strongest_ordering>(); },
-      [] { return kernel::now_ns(kernel_clock_of(K)); });
+             the_host_page, [] { return arch::read_counter<arch::strongest_ordering>(); },
+             [offset] { return kernel::now_ns(kernel_clock_of(K)) - offset; }) +
+         offset;
 }
 
 template <clock_kind K, arch::counter_ordering O>
 [[gnu::always_inline]] inline std::int64_t host_ns() noexcept {
+  std::int64_t h = 0;
   if constexpr (is_coarse(K)) {
-    return read_coarse<K, as_ns>(the_host_page, [] { return host_careful_ns<K>(); });
+    if (!try_read_coarse<K, as_ns>(the_host_page, h)) [[unlikely]] {
+      return host_careful_ns<K>();
+    }
   } else {
-    return read_fast<K>(
-        the_host_page, [] { return arch::read_counter<O>(); }, [] { return host_careful_ns<K>(); });
+    if (!try_read_fast<K>(
+            the_host_page, [] { return arch::read_counter<O>(); }, h)) [[unlikely]] {
+      return host_careful_ns<K>();
+    }
   }
+  return h + frame_offset<K>();
 }
 
 // Virtual time in ns. TAI maps as REALTIME does, at REALTIME's host value
@@ -160,6 +178,7 @@ template <clock_kind K, class Out, arch::counter_ordering O>
           the_host_page, [] { return arch::read_counter<O>(); }, h)) [[unlikely]] {
     return false;
   }
+  h.base += frame_offset<K>();  // page values only: overlaps the counter read
   const ns_params& c = the_ns_page.copies[current & 1u];
   const ns_line& l = c.lines[static_cast<std::uint32_t>(family_of(K))];
   const std::int64_t switch_host = load(l.after.host_ns);

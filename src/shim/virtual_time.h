@@ -16,9 +16,13 @@ namespace vclock::shim {
 
 inline constexpr std::int64_t ns_per_s = 1'000'000'000;
 
-// The namespace this process joined; nullptr: none (the host's time). One
-// load: what every interposed wait pays outside a namespace.
-inline const ns_page* joined() noexcept { return detail::joined_namespace; }
+// The virtual-time namespace this process joined; nullptr: none (the
+// host's time), or only its kernel time namespace, whose waits and timers
+// the kernel converts itself. Two loads: what every interposed wait pays
+// outside a namespace.
+inline const ns_page* joined() noexcept {
+  return detail::kernel_frame_only ? nullptr : detail::joined_namespace;
+}
 
 // The clocks a namespace moves and sleeps can wait on.
 bool is_virtual_clock(clockid_t clock) noexcept;

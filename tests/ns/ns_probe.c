@@ -8,13 +8,21 @@
  *   ns_probe watch MS   reads every clock in a loop for MS host ms; exit 1
  *                       if a monotonic clock went back; one line: reads,
  *                       backward, the virtual time each clock advanced,
- *                       host ms elapsed, first and last virtual REALTIME */
+ *                       host ms elapsed, first and last virtual REALTIME
+ *   ns_probe unshare-fork S   reads the clocks once ("before"), then enters
+ *                       a new kernel time namespace with MONOTONIC and
+ *                       BOOTTIME S seconds ahead (unshare and fork, no
+ *                       exec: the library loaded before must notice), and
+ *                       the child prints `now`'s line; exit 77 where
+ *                       unshare(CLONE_NEWTIME) is not permitted */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,6 +108,32 @@ int main(int argc, char** argv) {
         (long long)(elapsed / 1000000), (long long)real_first, (long long)real_last);
     return backward == 0 ? 0 : 1;
   }
-  fprintf(stderr, "usage: ns_probe now | watch MS\n");
+  if (argc >= 3 && strcmp(argv[1], "unshare-fork") == 0) {
+    (void)virt(CLOCK_MONOTONIC);  // the library is loaded and in use
+    if (unshare(CLONE_NEWTIME) != 0) {
+      perror("unshare(CLONE_NEWTIME)");
+      return 77;
+    }
+    FILE* f = fopen("/proc/self/timens_offsets", "w");
+    if (f == NULL || fprintf(f, "monotonic %s 0\nboottime %s 0\n", argv[2], argv[2]) < 0 ||
+        fclose(f) != 0) {
+      perror("/proc/self/timens_offsets");
+      return 77;
+    }
+    const pid_t child = fork();
+    if (child == 0) {
+      printf(
+          "virtual_monotonic %lld host_monotonic %lld virtual_boottime %lld host_boottime "
+          "%lld\n",
+          (long long)virt(CLOCK_MONOTONIC), (long long)host(CLOCK_MONOTONIC),
+          (long long)virt(CLOCK_BOOTTIME), (long long)host(CLOCK_BOOTTIME));
+      fflush(stdout);
+      _exit(0);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child) return 2;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+  }
+  fprintf(stderr, "usage: ns_probe now | bracket | watch MS | unshare-fork S\n");
   return 2;
 }

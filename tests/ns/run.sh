@@ -87,8 +87,41 @@ if unshare -T --monotonic 1000 --fork -- true 2>/dev/null; then
   else
     fail "in unshare -T: $out (outside: $outside)"
   fi
+  # No vclock namespace: the daemon's page (a private vclockd started inside, which publishes
+  # the initial namespace's time) plus the kernel namespace's offsets, added by the reader.
+  out=$(unshare -T --monotonic 1000 --boottime 2000 --fork -- "$vclock" run -- "$probe" now)
+  ok=1
+  for clock in realtime monotonic boottime; do
+    d=$(($(field "$out" virtual_$clock) - $(field "$out" host_$clock)))
+    within $d -1000000 1000000 || ok=0
+  done
+  status=$(unshare -T --monotonic 1000 --boottime 2000 --fork -- "$vclock" run -- "$vclock" status)
+  if ((ok)) && grep -q '^source  *shared' <<<"$status" &&
+    grep -q '^kernel_timens  *MONOTONIC +1000000000000 ns, BOOTTIME +2000000000000 ns' <<<"$status"; then
+    pass "in unshare -T, no vclock namespace: the daemon's page plus the kernel's offsets (within 1 ms)"
+  else
+    fail "in unshare -T without VCLOCK_NS: $out / $(grep -E '^(source|kernel_timens|page_refused)' <<<"$status")"
+  fi
 else
   echo "SKIP  unshare -T: not permitted here"
+fi
+# A process that unshares a time namespace and forks without exec: the child must notice (the
+# library was loaded in the parent's namespace).
+out=$("$vclock" run -- "$probe" unshare-fork 1000 2>&1)
+rc=$?
+if ((rc == 77)); then
+  echo "SKIP  unshare(CLONE_NEWTIME) then fork: not permitted here"
+else
+  d_mono=$(($(field "$out" virtual_monotonic) - $(field "$out" host_monotonic)))
+  d_boot=$(($(field "$out" virtual_boottime) - $(field "$out" host_boottime)))
+  out2=$("$vclock" run --monotonic +1h -- "$probe" unshare-fork -500 2>&1)
+  d2=$(($(field "$out2" virtual_monotonic) - $(field "$out2" host_monotonic)))
+  if ((rc == 0)) && within $d_mono -1000000 1000000 && within $d_boot -1000000 1000000 &&
+    within $d2 $((3600 * s - s)) $((3600 * s + s)); then
+    pass "unshare(CLONE_NEWTIME) + fork, no exec: the child follows its namespace (and +1h on top)"
+  else
+    fail "unshare + fork: $out / $out2"
+  fi
 fi
 
 # --- Frozen: no clock moves; a rate: every clock moves at it ---------------------------------
