@@ -196,7 +196,7 @@ std::vector<std::string> ns_directories() {
 }
 
 bool create_ns_file(const std::string& path, const std::string& name, const time_options& options,
-                    std::string& error) {
+                    std::string& error, const host_times& frame) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = path.substr(0, slash);
   if (!make_directories(dir, error)) return false;
@@ -208,7 +208,9 @@ bool create_ns_file(const std::string& path, const std::string& name, const time
   page.header.page_size = ns_page_bytes;
   page.header.creator_uid = static_cast<std::uint32_t>(geteuid());
   std::snprintf(page.header.name, sizeof(page.header.name), "%s", name.c_str());
-  if (!next_params(nullptr, options, kernel_host_times(), page.copies[0], error)) return false;
+  host_times now = kernel_host_times();
+  for (int i = 0; i < ns_family_count; ++i) now.ns[i] += frame.ns[i];
+  if (!next_params(nullptr, options, now, page.copies[0], error)) return false;
   std::string temporary = dir + "/.new.XXXXXX";
   const int fd = mkstemp(temporary.data());
   if (fd < 0) {

@@ -53,8 +53,11 @@ std::vector<std::string> ns_directories();
 // Creates the namespace file `path` (its directory is created 0755 if
 // missing), mode 0644, written whole before it appears (link(2) of a
 // finished temporary file: fails if `path` exists).
+// `frame`: what the kernel time namespace of the processes that will read
+// it adds to MONOTONIC (and RAW) and BOOTTIME (vclock run --kernel-timens):
+// the lines are then written in their clocks' terms, not this process's.
 bool create_ns_file(const std::string& path, const std::string& name, const time_options& options,
-                    std::string& error);
+                    std::string& error, const host_times& frame = {});
 // Applies a change to the namespace file `path`; returns when it is in
 // force. `late_ns` > 0 when the writer published after its switch point
 // (it was preempted that long: readers may have seen a step that small).

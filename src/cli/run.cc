@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +21,7 @@
 
 #include "args.h"
 #include "exit_cleaner.h"
+#include "kernel_timens.h"
 #include "lib/ns_join.h"
 #include "lib/runtime.h"
 #include "ns_store.h"
@@ -96,6 +98,9 @@ void print_help() {
       "options:\n"
       "  --shim PATH           the shim to preload (default: $VCLOCK_SHIM, else the installed "
       "one)\n"
+      "  --kernel-timens       also run CMD in a kernel time namespace with the --monotonic and\n"
+      "                        --boottime offsets, so that static and Go programs and raw\n"
+      "                        system calls see those two (not the rate, not REALTIME)\n"
       "  --help                this text\n"
       "time options:\n%s",
       time_options_help("run").c_str());
@@ -103,7 +108,8 @@ void print_help() {
 
 // An anonymous namespace for this command: a file in a fresh private
 // directory, removed with it when the command exits.
-bool make_anonymous_namespace(const time_options& options, std::string& path, std::string& error) {
+bool make_anonymous_namespace(const time_options& options, const host_times& frame,
+                              std::string& path, std::string& error) {
   const char* base = std::getenv("TMPDIR");
   std::string dir =
       std::string(base != nullptr && base[0] == '/' ? base : "/tmp") + "/vclock-ns.XXXXXX";
@@ -114,7 +120,7 @@ bool make_anonymous_namespace(const time_options& options, std::string& path, st
   // Readable by the command's processes whatever uid they drop to.
   chmod(dir.c_str(), 0755);
   path = dir + "/ns";
-  if (!create_ns_file(path, "", options, error)) {
+  if (!create_ns_file(path, "", options, error, frame)) {
     rmdir(dir.c_str());
     return false;
   }
@@ -148,6 +154,46 @@ bool check_named_namespace(const std::string& name, std::string& path, std::stri
   return true;
 }
 
+// A user namespace (what --kernel-timens needs without root) can be
+// created only by a single-threaded process, and this one may have
+// vclock's parked timekeeper thread. Re-executes this very command line
+// with VCLOCK_DISABLE=1 (no thread) once; run_run() restores the variable
+// before anything else, so that the command never sees it.
+constexpr const char* reexec_marker = "VCLOCK_RUN_REEXEC_DISABLE";
+
+bool single_threaded() {
+  struct stat task {};
+  return stat("/proc/self/task", &task) == 0 && task.st_nlink == 3;  // ., .., one thread
+}
+
+void restore_after_reexec() {
+  const char* saved = std::getenv(reexec_marker);
+  if (saved == nullptr) return;
+  if (std::strcmp(saved, "-") == 0) {
+    unsetenv("VCLOCK_DISABLE");
+  } else {
+    setenv("VCLOCK_DISABLE", saved + 1, 1);  // "=VALUE"
+  }
+  unsetenv(reexec_marker);
+}
+
+void reexec_single_threaded(std::span<char* const> args) {
+  const char* disable = std::getenv("VCLOCK_DISABLE");
+  setenv(reexec_marker, disable == nullptr ? "-" : ("=" + std::string(disable)).c_str(), 1);
+  setenv("VCLOCK_DISABLE", "1", 1);
+  // The page this process attached to, so that the next one need not
+  // start a private daemon in its stead.
+  if (std::getenv("VCLOCK_PAGE") == nullptr &&
+      detail::current_source() == detail::page_source::shared) {
+    setenv("VCLOCK_PAGE", detail::page_path(), 1);
+  }
+  std::vector<char*> argv{const_cast<char*>("vclock"), const_cast<char*>("run")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  execv("/proc/self/exe", argv.data());
+}
+
 }  // namespace
 
 std::string preload_with_shim(const std::string& shim, const char* existing) {
@@ -177,8 +223,10 @@ std::string preload_with_shim(const std::string& shim, const char* existing) {
 }
 
 int run_run(std::span<char* const> args) {
+  restore_after_reexec();
   std::string shim_option;
   time_options options;
+  bool kernel_timens = false;
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string_view a = args[i];
@@ -189,6 +237,10 @@ int run_run(std::span<char* const> args) {
     if (a == "--help" || a == "-h") {
       print_help();
       return exit_ok;
+    }
+    if (a == "--kernel-timens") {
+      kernel_timens = true;
+      continue;
     }
     if (a == "--shim" || a.starts_with("--shim=")) {
       if (a == "--shim") {
@@ -214,6 +266,29 @@ int run_run(std::span<char* const> args) {
     return usage_error("run",
                        "--ns joins a namespace as it is: change it with 'vclock ns set', or "
                        "give time options without --ns for a namespace of the command's own");
+  }
+  if (kernel_timens && !options.ns.empty()) {
+    return usage_error("run",
+                       "--kernel-timens gives the command a namespace of its own: not with --ns");
+  }
+  if (kernel_timens && geteuid() != 0 && !single_threaded() &&
+      std::getenv(reexec_marker) == nullptr) {
+    reexec_single_threaded(args);  // returns only if the exec failed: carry on, and say why later
+  }
+  // With --kernel-timens the kernel applies the MONOTONIC and BOOTTIME
+  // offsets, to every process of the command; vclock's namespace keeps the
+  // rest (REALTIME, the rate, a freeze), its lines written in the terms of
+  // the kernel namespace's clocks, which its readers read.
+  host_times frame{};
+  time_options vclock_options = options;
+  if (kernel_timens) {
+    const std::int64_t mono = options.monotonic_offset_ns.value_or(0);
+    const std::int64_t boot = options.boottime_offset_ns.value_or(0);
+    frame.ns[static_cast<int>(ns_family::monotonic)] = mono;
+    frame.ns[static_cast<int>(ns_family::raw)] = mono;
+    frame.ns[static_cast<int>(ns_family::boottime)] = boot;
+    vclock_options.monotonic_offset_ns.reset();
+    vclock_options.boottime_offset_ns.reset();
   }
   std::string ns_path;
   if (!options.ns.empty()) {
@@ -243,10 +318,18 @@ int run_run(std::span<char* const> args) {
       setenv("VCLOCK_PAGE", d.page.c_str(), 1);
     }
   }
-  if (options.changes_clocks()) {
+  if (vclock_options.changes_clocks()) {
     std::string error;
-    if (!make_anonymous_namespace(options, ns_path, error)) {
+    if (!make_anonymous_namespace(vclock_options, frame, ns_path, error)) {
       std::fprintf(stderr, "vclock run: %s\n", error.c_str());
+      return exit_no_shim;
+    }
+  }
+  if (kernel_timens) {
+    std::string error;
+    if (!enter_kernel_time_namespace(frame.ns[static_cast<int>(ns_family::monotonic)],
+                                     frame.ns[static_cast<int>(ns_family::boottime)], error)) {
+      std::fprintf(stderr, "vclock run: --kernel-timens: %s\n", error.c_str());
       return exit_no_shim;
     }
   }

@@ -124,6 +124,86 @@ else
   fi
 fi
 
+# --kernel-timens: the kernel applies MONOTONIC and BOOTTIME to everything the command runs (a
+# static program, /proc/uptime), and the shim's clocks agree with it; the rate and REALTIME stay
+# vclock's.
+kernel_timens_case() { # WHO: root or nobody; the rest: vclock run's options
+  local who=$1 v=$vclock p=$probe
+  shift
+  local run=()
+  if [[ $who == nobody ]]; then
+    run=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    v=$unpriv/vclock
+    p=$unpriv/ns_probe
+  fi
+  local outside
+  outside=$("$probe" now)
+  out=$(VCLOCK_SHIM=${v%/vclock}/libvclock_preload.so "${run[@]}" "$v" run --kernel-timens "$@" \
+    -- "$p" now 2>&1)
+  d_mono=$(difference "$out" virtual_monotonic "$out" host_monotonic)
+  d_boot=$(difference "$out" virtual_boottime "$out" host_boottime)
+  d_real=$(difference "$out" virtual_realtime "$out" host_realtime)
+  k_mono=$(difference "$out" host_monotonic "$outside" host_monotonic)
+  k_boot=$(difference "$out" host_boottime "$outside" host_boottime)
+}
+# difference LINE1 NAME1 LINE2 NAME2: the first value less the second; a huge number (no check
+# passes) when either is missing.
+difference() {
+  local a b
+  a=$(field "$1" "$2")
+  b=$(field "$3" "$4")
+  [[ $a =~ ^-?[0-9]+$ && $b =~ ^-?[0-9]+$ ]] && echo $((a - b)) || echo 999999999999999999
+}
+if unshare -T --monotonic 1 --fork -- true 2>/dev/null; then
+  kernel_timens_case root --monotonic +1h --boottime +2h
+  uptime=$("$vclock" run --kernel-timens --boottime +2h -- cat /proc/uptime | cut -d. -f1)
+  host_uptime=$(cut -d. -f1 /proc/uptime)
+  [[ $uptime =~ ^[0-9]+$ ]] || uptime=0
+  if within $d_mono -1000000 1000000 && within $d_boot -1000000 1000000 &&
+    within $k_mono $((3600 * s - s)) $((3600 * s + s)) &&
+    within $k_boot $((7200 * s - s)) $((7200 * s + s)) &&
+    within $((uptime - host_uptime)) 7199 7201; then
+    pass "--kernel-timens: the kernel's MONOTONIC +$((k_mono / s)) s, BOOTTIME +$((k_boot / s)) s (/proc/uptime too), the shim's agree"
+  else
+    fail "--kernel-timens: d_mono $d_mono d_boot $d_boot k_mono $k_mono k_boot $k_boot uptime $uptime/$host_uptime"
+  fi
+  kernel_timens_case root --monotonic +1h --rate 4 --realtime +1d
+  if within $d_mono 0 $s && within $k_mono $((3600 * s - s)) $((3600 * s + s)) &&
+    within $d_real $((86400 * s - s)) $((86400 * s + s)); then
+    pass "--kernel-timens with a rate and REALTIME: MONOTONIC starts at the kernel's, REALTIME +1d"
+  else
+    fail "--kernel-timens with a rate: $out"
+  fi
+  out=$("$vclock" run --kernel-timens --monotonic -100000d -- true 2>&1)
+  rc=$?
+  [[ $rc == 1 && $out == *"refuses these offsets"* && $(wc -l <<<"$out") == 1 ]] &&
+    pass "--kernel-timens with an offset the kernel refuses: exit 1, one line" ||
+    fail "--kernel-timens, refused offset: rc $rc, $out"
+  if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null 2>&1; then
+    # Another user, through a user namespace: binaries where that user can read them.
+    unpriv=$work/unpriv
+    mkdir -m 755 "$unpriv"
+    cp "$vclock" "$(dirname "$vclock")/vclockd" "$shim" "$probe" "$unpriv/"
+    chmod 755 "$unpriv"/*
+    if setpriv --reuid=65534 --regid=65534 --clear-groups unshare -U -T --fork -- true \
+      2>/dev/null; then
+      kernel_timens_case nobody --monotonic +1h
+      if within $d_mono -1000000 1000000 && within $k_mono $((3600 * s - s)) $((3600 * s + s)); then
+        pass "--kernel-timens as nobody (a user namespace too): MONOTONIC +$((k_mono / s)) s"
+      else
+        fail "--kernel-timens as nobody: $out"
+      fi
+    else
+      echo "SKIP  --kernel-timens as another user: no unprivileged user namespaces here"
+    fi
+  fi
+else
+  echo "SKIP  --kernel-timens: time namespaces not permitted here"
+fi
+out=$("$vclock" run --kernel-timens --ns x -- true 2>&1)
+[[ $? == 2 && $(wc -l <<<"$out") == 1 ]] && pass "--kernel-timens with --ns: exit 2, one line" ||
+  fail "--kernel-timens --ns: $out"
+
 # --- Frozen: no clock moves; a rate: every clock moves at it ---------------------------------
 out=$("$vclock" run --frozen --realtime-at @1000000000 -- "$probe" watch 300)
 if [[ $(field "$out" monotonic) == 0 && $(field "$out" raw) == 0 && $(field "$out" coarse) == 0 &&
