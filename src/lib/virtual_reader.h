@@ -4,7 +4,8 @@
 //   virtual_ns()       every clock, every case: the careful path of a
 //                      process whose the_page is left odd (api.cc), and the
 //                      fallback of the other form;
-//   try_read_virtual() the fine clocks' common case, for the entry points
+//   try_read_virtual_line() and finish_virtual(): the fine clocks' common case, for the entry
+//   points
 //                      that the shim binds in a namespace (src/shim/
 //                      virtual_clock.cc): the host page's fast path, and the
 //                      namespace's line applied around it with nothing
@@ -121,6 +122,25 @@ struct as_host_parts {
 // Everything about W depends on the pages alone, so it runs while the
 // counter is read, the split of a timespec's seconds included; after it
 // come one multiply (none at rate 1) and one add with a carry.
+//
+// virtual_at_base(): W's part, at a rate other than 1.
+struct virtual_parts {
+  std::int64_t at_base;   // virtual ns at the host line's base, floored; < 0: none here
+  std::uint64_t elapsed;  // virtual ns from there, floored with W's fraction
+};
+
+[[gnu::always_inline]] inline virtual_parts virtual_at_base(ns_anchor a, std::uint64_t rate,
+                                                            host_parts h) noexcept {
+  const ns_int128 w = (static_cast<ns_int128>(h.base) - a.host_ns) * static_cast<ns_int128>(rate);
+  const ns_int128 whole = (w >> 32) + a.virtual_ns;
+  if (whole > INT64_MAX || whole < 0) return {-1, 0};
+  const auto fraction = static_cast<std::uint64_t>(w) & 0xffffffffu;
+  return {static_cast<std::int64_t>(whole),
+          static_cast<std::uint64_t>(
+              (static_cast<ns_uint128>(static_cast<std::uint64_t>(h.elapsed)) * rate + fraction) >>
+              32)};
+}
+
 template <class Out>
 [[gnu::always_inline]] inline bool finish_virtual(const ns_anchor& a, std::uint64_t rate,
                                                   const host_parts& h,
@@ -131,13 +151,9 @@ template <class Out>
     if (__builtin_add_overflow(a.virtual_ns, h.base - a.host_ns, &at_base)) return false;
     elapsed = static_cast<std::uint64_t>(h.elapsed);
   } else {
-    const ns_int128 w = (static_cast<ns_int128>(h.base) - a.host_ns) * static_cast<ns_int128>(rate);
-    const ns_int128 whole = (w >> 32) + a.virtual_ns;
-    if (whole > INT64_MAX || whole < INT64_MIN) return false;
-    at_base = static_cast<std::int64_t>(whole);
-    const auto fraction = static_cast<std::uint64_t>(w) & 0xffffffffu;
-    elapsed = static_cast<std::uint64_t>(
-        (static_cast<ns_uint128>(static_cast<std::uint64_t>(h.elapsed)) * rate + fraction) >> 32);
+    const virtual_parts v = virtual_at_base(a, rate, h);
+    at_base = v.at_base;
+    elapsed = v.elapsed;
   }
   if (at_base < 0) [[unlikely]] {
     return false;  // before 1970 or before boot: the careful path's
@@ -165,15 +181,18 @@ template <class Out>
   return true;
 }
 
-// The fine clocks but TAI, in a namespace: false (go to virtual_ns()) when
-// the host fast path cannot answer, a change came meanwhile, the read
-// crosses the namespace's switch point, or the result is out of the fast
-// form's range.
-template <clock_kind K, class Out, arch::counter_ordering O>
-[[gnu::always_inline]] inline bool try_read_virtual(typename Out::result& out) noexcept {
+// The fine clocks but TAI, in a namespace: the host line's parts and the
+// namespace's piece that applies to them. False (go to virtual_ns()) when
+// the host fast path cannot answer, a change came meanwhile, or the read
+// crosses the namespace's switch point. The caller finishes with
+// finish_virtual(), at rate 1 inline and otherwise out of line (keeping
+// the rare multiply off the common path spares every entry point the
+// callee-saved registers it would need: checked in the disassembly).
+template <clock_kind K, arch::counter_ordering O>
+[[gnu::always_inline]] inline bool try_read_virtual_line(ns_anchor& a, std::uint64_t& rate,
+                                                         host_parts& h) noexcept {
   static_assert(!is_coarse(K) && K != clock_kind::tai);
   const std::uint32_t current = load(the_ns_page.header.current);
-  host_parts h;
   if (!try_read_fast<K, as_host_parts>(
           the_host_page, [] { return arch::read_counter<O>(); }, h)) [[unlikely]] {
     return false;
@@ -183,16 +202,13 @@ template <clock_kind K, class Out, arch::counter_ordering O>
   const ns_line& l = c.lines[static_cast<std::uint32_t>(family_of(K))];
   const std::int64_t switch_host = load(l.after.host_ns);
   const bool after = h.base >= switch_host;
-  const ns_anchor a = after ? ns_anchor{switch_host, load(l.after.virtual_ns)}
-                            : ns_anchor{load(l.before.host_ns), load(l.before.virtual_ns)};
-  const std::uint64_t rate = after ? load(c.rate_after_q32) : load(c.rate_before_q32);
+  a = after ? ns_anchor{switch_host, load(l.after.virtual_ns)}
+            : ns_anchor{load(l.before.host_ns), load(l.before.virtual_ns)};
+  rate = after ? load(c.rate_after_q32) : load(c.rate_before_q32);
   if (load(the_ns_page.header.current) != current) [[unlikely]] {
     return false;
   }
-  if (!after && h.base + h.elapsed >= switch_host) [[unlikely]] {
-    return false;  // the switch point lies between the line's base and now
-  }
-  return finish_virtual<Out>(a, rate, h, out);
+  return after || h.base + h.elapsed < switch_host;  // else the switch point is in between
 }
 
 }  // namespace vclock::detail

@@ -29,14 +29,35 @@ template <clock_kind K, counter_ordering O>
   return 0;
 }
 
+// A rate other than 1: the multiply, out of line (virtual_reader.h).
+template <clock_kind K, counter_ordering O>
+[[gnu::noinline]] int rated_into(ns_anchor a, std::uint64_t rate, d::host_parts h,
+                                 timespec* ts) noexcept {
+  timespec r;
+  if (!d::finish_virtual<d::as_timespec>(a, rate, h, r)) [[unlikely]] {
+    return careful_into<K, O>(ts);
+  }
+  *ts = r;
+  return 0;
+}
+
 template <clock_kind K, counter_ordering O>
 [[gnu::always_inline]] inline int fine_into(timespec* ts) noexcept {
-  timespec r;
-  if (d::try_read_virtual<K, d::as_timespec, O>(r)) [[likely]] {
-    *ts = r;
-    return 0;
+  ns_anchor a;
+  std::uint64_t rate;
+  d::host_parts h;
+  if (!d::try_read_virtual_line<K, O>(a, rate, h)) [[unlikely]] {
+    return careful_into<K, O>(ts);
   }
-  return careful_into<K, O>(ts);
+  if (rate != rate_one_q32) [[unlikely]] {
+    return rated_into<K, O>(a, rate, h, ts);
+  }
+  timespec r;
+  if (!d::finish_virtual<d::as_timespec>(a, rate_one_q32, h, r)) [[unlikely]] {
+    return careful_into<K, O>(ts);
+  }
+  *ts = r;
+  return 0;
 }
 
 // The clocks without a fast form here (the coarse ones, TAI): the careful
