@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 
+#include "bench_timens.h"
 #include "cpu.h"
 #include "lib/kernel_clock.h"
 #include "lib/ordering.h"
@@ -525,6 +526,13 @@ std::vector<contender> hot_contenders() {
   if (faketime_shim.gettime != nullptr) {
     out.push_back(make<shim_ts<faketime_shim, CLOCK_MONOTONIC>>(
         "faketime", "libfaketime clock_gettime", "MONOTONIC"));
+  }
+  // Started here, after prepare_machine() pinned this thread: the helper
+  // inherits the CPU. Hot loop only (no single-call or thread rows).
+  static const bool timens_helper = start_timens_helper();
+  if (timens_helper) {
+    out.push_back({"timens", "__vdso_clock_gettime in a kernel time namespace", "MONOTONIC",
+                   timens_vdso_loop, nullptr, nullptr});
   }
   out.push_back(make<libc_time>("libc", "time"));
   out.push_back(make<vclock_time_s>("vclock", "vclock_time"));
