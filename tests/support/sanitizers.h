@@ -11,4 +11,12 @@
 #  endif
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+#  define VCLOCK_TEST_ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define VCLOCK_TEST_ASAN 1
+#  endif
+#endif
+
 #endif  // VCLOCK_TESTS_SUPPORT_SANITIZERS_H_
