@@ -41,6 +41,21 @@ now_ns() { date +%s%N; }
 field() { # LINE NAME: the value after NAME in a "name value name value" line
   awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$1"
 }
+# difference LINE1 NAME1 LINE2 NAME2: the first value less the second; a huge number (no check
+# passes) when either is missing.
+difference() {
+  local a b
+  a=$(field "$1" "$2")
+  b=$(field "$3" "$4")
+  [[ $a =~ ^-?[0-9]+$ && $b =~ ^-?[0-9]+$ ]] && echo $((a - b)) || echo 999999999999999999
+}
+# number LINE NAME: the value, or a huge number (no check passes) when it is missing: a missing
+# field must fail its case, not make a bash syntax error that skips it.
+number() {
+  local v
+  v=$(field "$1" "$2")
+  [[ $v =~ ^-?[0-9]+$ ]] && echo "$v" || echo 999999999999999999
+}
 # within VALUE LOW HIGH (integers)
 within() { (($1 >= $2 && $1 <= $3)); }
 new_name() { # VAR: a fresh namespace name, removed at exit
@@ -52,9 +67,9 @@ s=1000000000
 
 # --- Offsets: each clock family moves by its own ---------------------------------------------
 out=$("$vclock" run --realtime +1d --monotonic +1h --boottime +2h -- "$probe" now)
-d_real=$(($(field "$out" virtual_realtime) - $(field "$out" host_realtime)))
-d_mono=$(($(field "$out" virtual_monotonic) - $(field "$out" host_monotonic)))
-d_boot=$(($(field "$out" virtual_boottime) - $(field "$out" host_boottime)))
+d_real=$(difference "$out" virtual_realtime "$out" host_realtime)
+d_mono=$(difference "$out" virtual_monotonic "$out" host_monotonic)
+d_boot=$(difference "$out" virtual_boottime "$out" host_boottime)
 if within $d_real $((86400 * s - s)) $((86400 * s + s)) &&
   within $d_mono $((3600 * s - s)) $((3600 * s + s)) &&
   within $d_boot $((7200 * s - s)) $((7200 * s + s)); then
@@ -79,8 +94,8 @@ day=$("$vclock" run --realtime-at 2030-06-15T12:00:00Z -- date -u +%F)
 if unshare -T --monotonic 1000 --fork -- true 2>/dev/null; then
   out=$(unshare -T --monotonic 1000 --fork -- "$vclock" run --monotonic +1h -- "$probe" now)
   outside=$("$probe" now)
-  d_mono=$(($(field "$out" virtual_monotonic) - $(field "$out" host_monotonic)))
-  d_kernel=$(($(field "$out" host_monotonic) - $(field "$outside" host_monotonic)))
+  d_mono=$(difference "$out" virtual_monotonic "$out" host_monotonic)
+  d_kernel=$(difference "$out" host_monotonic "$outside" host_monotonic)
   if within $d_mono $((3600 * s - s)) $((3600 * s + s)) &&
     within $d_kernel $((1000 * s - s)) $((1000 * s + s)); then
     pass "in unshare -T --monotonic 1000: kernel +$((d_kernel / s)) s, vclock +$((d_mono / s)) s on top"
@@ -92,7 +107,7 @@ if unshare -T --monotonic 1000 --fork -- true 2>/dev/null; then
   out=$(unshare -T --monotonic 1000 --boottime 2000 --fork -- "$vclock" run -- "$probe" now)
   ok=1
   for clock in realtime monotonic boottime; do
-    d=$(($(field "$out" virtual_$clock) - $(field "$out" host_$clock)))
+    d=$(difference "$out" virtual_$clock "$out" host_$clock)
     within $d -1000000 1000000 || ok=0
   done
   status=$(unshare -T --monotonic 1000 --boottime 2000 --fork -- "$vclock" run -- "$vclock" status)
@@ -112,10 +127,10 @@ rc=$?
 if ((rc == 77)); then
   echo "SKIP  unshare(CLONE_NEWTIME) then fork: not permitted here"
 else
-  d_mono=$(($(field "$out" virtual_monotonic) - $(field "$out" host_monotonic)))
-  d_boot=$(($(field "$out" virtual_boottime) - $(field "$out" host_boottime)))
+  d_mono=$(difference "$out" virtual_monotonic "$out" host_monotonic)
+  d_boot=$(difference "$out" virtual_boottime "$out" host_boottime)
   out2=$("$vclock" run --monotonic +1h -- "$probe" unshare-fork -500 2>&1)
-  d2=$(($(field "$out2" virtual_monotonic) - $(field "$out2" host_monotonic)))
+  d2=$(difference "$out2" virtual_monotonic "$out2" host_monotonic)
   if ((rc == 0)) && within $d_mono -1000000 1000000 && within $d_boot -1000000 1000000 &&
     within $d2 $((3600 * s - s)) $((3600 * s + s)); then
     pass "unshare(CLONE_NEWTIME) + fork, no exec: the child follows its namespace (and +1h on top)"
@@ -145,14 +160,6 @@ kernel_timens_case() { # WHO: root or nobody; the rest: vclock run's options
   d_real=$(difference "$out" virtual_realtime "$out" host_realtime)
   k_mono=$(difference "$out" host_monotonic "$outside" host_monotonic)
   k_boot=$(difference "$out" host_boottime "$outside" host_boottime)
-}
-# difference LINE1 NAME1 LINE2 NAME2: the first value less the second; a huge number (no check
-# passes) when either is missing.
-difference() {
-  local a b
-  a=$(field "$1" "$2")
-  b=$(field "$3" "$4")
-  [[ $a =~ ^-?[0-9]+$ && $b =~ ^-?[0-9]+$ ]] && echo $((a - b)) || echo 999999999999999999
 }
 if unshare -T --monotonic 1 --fork -- true 2>/dev/null; then
   kernel_timens_case root --monotonic +1h --boottime +2h
@@ -208,20 +215,20 @@ out=$("$vclock" run --kernel-timens --ns x -- true 2>&1)
 out=$("$vclock" run --frozen --realtime-at @1000000000 -- "$probe" watch 300)
 if [[ $(field "$out" monotonic) == 0 && $(field "$out" raw) == 0 && $(field "$out" coarse) == 0 &&
   $(field "$out" realtime_first) == 1000000000000000000 &&
-  $(field "$out" realtime_last) == 1000000000000000000 ]] && (($(field "$out" host_ms) >= 300)); then
+  $(field "$out" realtime_last) == 1000000000000000000 ]] && (($(number "$out" host_ms) >= 300)); then
   pass "frozen: nothing moved in $(field "$out" host_ms) host ms ($(field "$out" reads) reads)"
 else
   fail "frozen: $out"
 fi
 for rate in 4 0.25; do
   out=$("$vclock" run --rate $rate -- "$probe" watch 500)
-  host_ms=$(field "$out" host_ms)
+  host_ms=$(number "$out" host_ms)
   ok=1
   for clock in monotonic raw boottime; do
-    ratio_x100=$(($(field "$out" $clock) / 10000 / host_ms))
+    ratio_x100=$(($(number "$out" $clock) / 10000 / host_ms))
     if [[ $rate == 4 ]]; then within $ratio_x100 390 410 || ok=0; else within $ratio_x100 24 26 || ok=0; fi
   done
-  real_ratio=$((($(field "$out" realtime_last) - $(field "$out" realtime_first)) / 10000 / host_ms))
+  real_ratio=$(($(difference "$out" realtime_last "$out" realtime_first) / 10000 / host_ms))
   if ((ok)) && [[ $(field "$out" backward) == 0 ]]; then
     pass "rate $rate: MONOTONIC x$((ratio_x100))/100, REALTIME x$real_ratio/100 over $host_ms host ms"
   else
@@ -294,10 +301,10 @@ timer_case() { # NAME LOW_HOST_MS HIGH_HOST_MS MIN_VIRTUAL_MS LEFT_LOW LEFT_HIGH
   local out
   out=$("$@" 2>&1)
   local host_ms virtual_ms left_ms
-  host_ms=$(field "$out" host_ms)
-  virtual_ms=$(field "$out" virtual_ms)
-  left_ms=$(field "$out" left_ms)
-  if [[ -n $host_ms ]] && within "$host_ms" "$lo" "$hi" && ((virtual_ms >= vmin)) &&
+  host_ms=$(number "$out" host_ms)
+  virtual_ms=$(number "$out" virtual_ms)
+  left_ms=$(number "$out" left_ms)
+  if within "$host_ms" "$lo" "$hi" && ((virtual_ms >= vmin && virtual_ms < 999999999999999999)) &&
     within "$left_ms" "$llo" "$lhi" && [[ $(field "$out" fired) == "$fired" ]]; then
     pass "$name: $host_ms host ms, $virtual_ms virtual ms, $left_ms ms left at arming"
   else
@@ -341,7 +348,7 @@ sleep 0.5
 wait "$watcher"
 rc=$?
 out=$(cat "$work/live.out")
-mono=$(field "$out" monotonic)
+mono=$(number "$out" monotonic)
 # 0.5 s at rate 1, 0.5 s at rate 10, then frozen: about 5.5 s of MONOTONIC.
 if ((rc == 0)) && within "$mono" $((4 * s)) $((7 * s)); then
   pass "live changes: rate 1, 10, frozen: MONOTONIC advanced $((mono / 1000000)) ms in $(field "$out" host_ms) host ms, never back"
@@ -370,9 +377,9 @@ within $ms 1000 2500 && pass "frozen sleep 0.5 woke $ms host ms after start, tha
 residual() { # the virtual time less 3 x the host bracket's midpoint, and the bracket's width
   local out h0 v h1
   out=$("$vclock" run --ns "$live" -- "$probe" bracket)
-  h0=$(field "$out" host0)
-  v=$(field "$out" virtual)
-  h1=$(field "$out" host1)
+  h0=$(number "$out" host0)
+  v=$(number "$out" virtual)
+  h1=$(number "$out" host1)
   echo $((v - 3 * (h0 + (h1 - h0) / 2))) $((h1 - h0))
 }
 read -r ra wa < <(residual)
@@ -448,7 +455,7 @@ leftover=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 2>/dev/null | head -3)
 [[ -z $leftover ]] && pass "anonymous namespaces and private daemons removed" ||
   fail "left behind: $leftover"
 out=$("$probe" now)
-d=$(($(field "$out" virtual_realtime) - $(field "$out" host_realtime)))
+d=$(difference "$out" virtual_realtime "$out" host_realtime)
 within $d -$s $s && pass "outside a namespace: host time" || fail "outside: $out"
 
 echo "== $passed passed, $failed failed"
