@@ -201,13 +201,7 @@ bool create_ns_file(const std::string& path, const std::string& name, const time
   const std::string dir = path.substr(0, slash);
   if (!make_directories(dir, error)) return false;
   ns_page page{};
-  page.header.magic = ns_page_magic;
-  page.header.abi_major = ns_abi_major;
-  page.header.abi_minor = ns_abi_minor;
-  page.header.header_size = sizeof(ns_header);
-  page.header.page_size = ns_page_bytes;
-  page.header.creator_uid = static_cast<std::uint32_t>(geteuid());
-  std::snprintf(page.header.name, sizeof(page.header.name), "%s", name.c_str());
+  write_ns_header(page.header, name.c_str());
   host_times now = kernel_host_times();
   for (int i = 0; i < ns_family_count; ++i) now.ns[i] += frame.ns[i];
   if (!next_params(nullptr, options, now, page.copies[0], error)) return false;

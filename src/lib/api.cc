@@ -186,11 +186,6 @@ int gettime_or_efault(clockid_t clock, timespec* ts) noexcept {
   return gettime<O>(clock, ts);
 }
 
-[[gnu::always_inline]] inline void to_timeval(const timespec& ts, timeval* tv) noexcept {
-  tv->tv_sec = ts.tv_sec;
-  tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
-}
-
 template <counter_ordering O>
 [[gnu::cold, gnu::noinline]] int careful_timeval(timeval* tv) noexcept {
   to_timeval(as_timespec::from_ns(careful_ns<clock_kind::realtime, O>()), tv);

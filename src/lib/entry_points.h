@@ -25,6 +25,12 @@ struct entry_points {
   int (*gettime_or_efault)(clockid_t, timespec*) noexcept;
 };
 
+// gettimeofday's form of a REALTIME timespec (microseconds, truncated).
+[[gnu::always_inline]] inline void to_timeval(const timespec& ts, timeval* tv) noexcept {
+  tv->tv_sec = ts.tv_sec;
+  tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
+}
+
 // The set for an ordered `ordering`; all null for counter_ordering::none
 // (the relaxed entry points are plain exported functions). Safe to call
 // from an ifunc resolver: it only returns addresses.

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "ns_join.h"
 #include "small_file.h"
 
 namespace vclock::detail {
@@ -41,12 +42,7 @@ bool in_time_namespace(const char* link) noexcept {
 
 void write_identity_namespace(ns_page& p) noexcept {
   p = ns_page{};
-  p.header.magic = ns_page_magic;
-  p.header.abi_major = ns_abi_major;
-  p.header.abi_minor = ns_abi_minor;
-  p.header.header_size = sizeof(ns_header);
-  p.header.page_size = ns_page_bytes;
-  p.header.creator_uid = static_cast<std::uint32_t>(geteuid());
+  write_ns_header(p.header, "");
   ns_params& c = p.copies[0];
   c.generation = 1;
   c.rate_before_q32 = rate_one_q32;

@@ -88,6 +88,18 @@ ns_refusal check_ns_header(const void* bytes, std::size_t size) noexcept {
   return ns_refusal::none;
 }
 
+void write_ns_header(ns_header& h, const char* name) noexcept {
+  h = ns_header{};
+  h.magic = ns_page_magic;
+  h.abi_major = ns_abi_major;
+  h.abi_minor = ns_abi_minor;
+  h.header_size = sizeof(ns_header);
+  h.page_size = ns_page_bytes;
+  h.creator_uid = static_cast<std::uint32_t>(geteuid());
+  // A plain copy, not snprintf: a fork child handler writes one (kernel_frame.cc).
+  for (std::size_t i = 0; i + 1 < sizeof(h.name) && name[i] != '\0'; ++i) h.name[i] = name[i];
+}
+
 ns_join_result join_ns_page(const char* path, ns_page* where) noexcept {
   ns_join_result result;
   const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);

@@ -61,6 +61,10 @@ ns_refusal check_ns_file(const struct stat& file, uid_t euid) noexcept;
 // The header checks on the first `size` bytes of the file.
 ns_refusal check_ns_header(const void* bytes, std::size_t size) noexcept;
 
+// A header that check_ns_header() accepts: this ABI, created by this
+// process's effective uid, named `name` ("" for an anonymous namespace).
+void write_ns_header(ns_header& h, const char* name) noexcept;
+
 struct ns_join_result {
   ns_refusal refusal = ns_refusal::none;
   int error = 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "small_file.h"
 
@@ -126,8 +127,13 @@ page_refusal check_page_header(const void* bytes, std::size_t size,
   return page_refusal::none;
 }
 
-time_namespace_offsets parse_time_namespace_offsets(const char* text, std::size_t length) noexcept {
-  time_namespace_offsets offsets;
+namespace {
+
+// Calls line(name, seconds, nanoseconds) for each line "<clock name or id>
+// <seconds> <nanoseconds>" of /proc/self/timens_offsets that has both
+// numbers, in order; stops at the first line for which it returns true.
+template <class Line>
+void each_offset_line(const char* text, std::size_t length, Line&& line) {
   const char* p = text;
   const char* end = text + length;
   while (p < end) {
@@ -136,44 +142,40 @@ time_namespace_offsets parse_time_namespace_offsets(const char* text, std::size_
     if (eol == nullptr) eol = end;
     const char* q = p;
     while (q < eol && *q != ' ' && *q != '\t') ++q;  // the clock's name or id
-    const auto name_is = [p, q](const char* a, const char* b) {
-      const auto n = static_cast<std::size_t>(q - p);
-      return (std::strlen(a) == n && std::memcmp(p, a, n) == 0) ||
-             (std::strlen(b) == n && std::memcmp(p, b, n) == 0);
-    };
+    const std::string_view name(p, static_cast<std::size_t>(q - p));
     long long seconds = 0, nanoseconds = 0;
-    std::int64_t ns = 0;
     if (read_long(q, eol, seconds) && read_long(q, eol, nanoseconds) &&
-        !__builtin_mul_overflow(seconds, 1'000'000'000LL, &ns) &&
-        !__builtin_add_overflow(ns, nanoseconds, &ns)) {
-      if (name_is("monotonic", "1")) offsets.monotonic_ns = ns;
-      if (name_is("boottime", "7")) offsets.boottime_ns = ns;
+        line(name, seconds, nanoseconds)) {
+      return;
     }
     if (eol == end) break;
     p = eol + 1;
   }
+}
+
+}  // namespace
+
+time_namespace_offsets parse_time_namespace_offsets(const char* text, std::size_t length) noexcept {
+  time_namespace_offsets offsets;
+  each_offset_line(text, length, [&offsets](std::string_view name, long long s, long long ns) {
+    std::int64_t total = 0;
+    if (!__builtin_mul_overflow(s, 1'000'000'000LL, &total) &&
+        !__builtin_add_overflow(total, ns, &total)) {
+      if (name == "monotonic" || name == "1") offsets.monotonic_ns = total;
+      if (name == "boottime" || name == "7") offsets.boottime_ns = total;
+    }
+    return false;
+  });
   return offsets;
 }
 
 bool time_namespace_offsets_clocks(const char* text, std::size_t length) noexcept {
-  // Lines "<clock name or id> <seconds> <nanoseconds>".
-  const char* p = text;
-  const char* end = text + length;
-  while (p < end) {
-    const char* eol =
-        static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
-    if (eol == nullptr) eol = end;
-    const char* q = p;
-    while (q < eol && *q != ' ' && *q != '\t') ++q;  // the clock's name
-    long long seconds = 0, nanoseconds = 0;
-    if (read_long(q, eol, seconds) && read_long(q, eol, nanoseconds) &&
-        (seconds != 0 || nanoseconds != 0)) {
-      return true;
-    }
-    if (eol == end) break;
-    p = eol + 1;
-  }
-  return false;
+  bool offset = false;
+  each_offset_line(text, length, [&offset](std::string_view, long long s, long long ns) {
+    offset = s != 0 || ns != 0;
+    return offset;
+  });
+  return offset;
 }
 
 attach_result attach_shared_page(const char* path, page* where, const machine_identity& me,

@@ -198,17 +198,13 @@ template <clock_kind K, arch::counter_ordering O>
     return false;
   }
   h.base += frame_offset<K>();  // page values only: overlaps the counter read
-  const ns_params& c = the_ns_page.copies[current & 1u];
-  const ns_line& l = c.lines[static_cast<std::uint32_t>(family_of(K))];
-  const std::int64_t switch_host = load(l.after.host_ns);
-  const bool after = h.base >= switch_host;
-  a = after ? ns_anchor{switch_host, load(l.after.virtual_ns)}
-            : ns_anchor{load(l.before.host_ns), load(l.before.virtual_ns)};
-  rate = after ? load(c.rate_after_q32) : load(c.rate_before_q32);
-  if (load(the_ns_page.header.current) != current) [[unlikely]] {
+  std::int64_t switch_host = 0;
+  if (!piece_if_unchanged<family_of(K)>(the_ns_page, current, h.base, a, rate, switch_host))
+      [[unlikely]] {
     return false;
   }
-  return after || h.base + h.elapsed < switch_host;  // else the switch point is in between
+  // Else the switch point lies between the line's base and now.
+  return h.base >= switch_host || h.base + h.elapsed < switch_host;
 }
 
 }  // namespace vclock::detail

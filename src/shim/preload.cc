@@ -17,7 +17,6 @@
 //
 // libc's time(), gettimeofday(), timespec_get() and ftime() do not call the
 // interposable clock_gettime, so each is interposed in its own right.
-#include <dlfcn.h>
 #include <errno.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -38,6 +37,7 @@
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 #include "virtual_clock.h"
+#include "virtual_time.h"
 
 namespace vclock::shim {
 namespace {
@@ -219,8 +219,8 @@ timespec_get_fn next_timespec_get = nullptr;
 timespec_get_fn next_timespec_getres = nullptr;
 
 [[gnu::constructor]] void find_next_definitions() noexcept {
-  next_timespec_get = reinterpret_cast<timespec_get_fn>(dlsym(RTLD_NEXT, "timespec_get"));
-  next_timespec_getres = reinterpret_cast<timespec_get_fn>(dlsym(RTLD_NEXT, "timespec_getres"));
+  next_timespec_get = libc_next<timespec_get_fn>("timespec_get");
+  next_timespec_getres = libc_next<timespec_get_fn>("timespec_getres");
 }
 
 }  // namespace

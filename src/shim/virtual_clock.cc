@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "entry_points.h"
 #include "kernel_clock.h"
 #include "virtual_reader.h"
 
@@ -102,34 +103,27 @@ int gettime(clockid_t clock, timespec* ts) noexcept {
   return gettime_other<O>(clock, ts);
 }
 
-// With a timezone: the kernel owns it.
-template <counter_ordering O>
-[[gnu::cold, gnu::noinline]] int gettimeofday_with_tz(timeval* tv, void* tz) noexcept {
+// With a timezone, the kernel's (it owns the timezone): out of line, rare.
+[[gnu::cold, gnu::noinline]] int kernel_timezone(void* tz) noexcept {
   const int r = kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
   if (r != 0) {
     errno = -r;
     return -1;
   }
-  if (tv == nullptr) return 0;
-  timespec ts;
-  fine_into<clock_kind::realtime, O>(&ts);
-  tv->tv_sec = ts.tv_sec;
-  tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
   return 0;
 }
 
 template <counter_ordering O>
 int gettimeofday(timeval* tv, void* tz) noexcept {
-  if (tz != nullptr) [[unlikely]] {
-    return gettimeofday_with_tz<O>(tv, tz);
+  if (tz != nullptr && kernel_timezone(tz) != 0) [[unlikely]] {
+    return -1;
   }
   if (tv == nullptr) [[unlikely]] {
     return 0;
   }
   timespec ts;
   fine_into<clock_kind::realtime, O>(&ts);
-  tv->tv_sec = ts.tv_sec;
-  tv->tv_usec = static_cast<suseconds_t>(ts.tv_nsec / 1000);
+  d::to_timeval(ts, tv);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #ifndef VCLOCK_SRC_SHIM_VIRTUAL_TIME_H_
 #define VCLOCK_SRC_SHIM_VIRTUAL_TIME_H_
 
+#include <dlfcn.h>
 #include <time.h>
 
 #include <cstdint>
@@ -15,6 +16,14 @@
 namespace vclock::shim {
 
 inline constexpr std::int64_t ns_per_s = 1'000'000'000;
+
+// The definition of `name` after the shim's (libc's own), of `version`
+// when one is given; nullptr when there is none.
+template <class F>
+F libc_next(const char* name, const char* version = nullptr) noexcept {
+  void* f = version != nullptr ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
+  return reinterpret_cast<F>(f);
+}
 
 // The virtual-time namespace this process joined; nullptr: none (the
 // host's time), or only its kernel time namespace, whose waits and timers

@@ -27,7 +27,6 @@
 // interposed here (src/shim/preload.map names them); GLIBC_2.2.5 is the
 // ABI of binaries linked before 2003 (timer_t an int index), which is not:
 // such a reference binds to glibc, past the shim.
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -68,24 +67,18 @@ struct real_timer_functions {
 };
 real_timer_functions real;
 
-template <class F>
-F next(const char* name) noexcept {
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-}
-
 // The version interposed: GLIBC_2.34 where timer_* live in libc, else
 // librt's GLIBC_2.3.3 (the same ABI).
 template <class F>
 F next_timer(const char* name) noexcept {
-  void* f = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
-  if (f == nullptr) f = dlvsym(RTLD_NEXT, name, "GLIBC_2.3.3");
-  return reinterpret_cast<F>(f);
+  const F f = libc_next<F>(name, "GLIBC_2.34");
+  return f != nullptr ? f : libc_next<F>(name, "GLIBC_2.3.3");
 }
 
 [[gnu::constructor]] void find_real_timers() noexcept {
-  real.timerfd_create = next<timerfd_create_fn>("timerfd_create");
-  real.timerfd_settime = next<timerfd_settime_fn>("timerfd_settime");
-  real.timerfd_gettime = next<timerfd_gettime_fn>("timerfd_gettime");
+  real.timerfd_create = libc_next<timerfd_create_fn>("timerfd_create");
+  real.timerfd_settime = libc_next<timerfd_settime_fn>("timerfd_settime");
+  real.timerfd_gettime = libc_next<timerfd_gettime_fn>("timerfd_gettime");
   real.timer_create = next_timer<timer_create_fn>("timer_create");
   real.timer_settime = next_timer<timer_settime_fn>("timer_settime");
   real.timer_gettime = next_timer<timer_gettime_fn>("timer_gettime");
@@ -276,6 +269,31 @@ void to_virtual(clockid_t clock, itimerspec& t) noexcept {
 
 bool converts(int clock) noexcept { return clock != unknown_clock && is_virtual_clock(clock); }
 
+// *_settime and *_gettime for either kind of timer (Id: a timerfd's fd or
+// a timer_t), given libc's function and how to find the timer's clock.
+// `absolute_flag`: the call's flag for an absolute expiry.
+template <class Id>
+int settime(int (*libc_fn)(Id, int, const itimerspec*, itimerspec*), int (*clock_of)(Id), Id id,
+            int flags, int absolute_flag, const itimerspec* want, itimerspec* old) noexcept {
+  if (joined() == nullptr || want == nullptr) return libc_fn(id, flags, want, old);
+  const int clock = clock_of(id);
+  if (!converts(clock)) return libc_fn(id, flags, want, old);
+  const itimerspec host = to_host(clock, (flags & absolute_flag) != 0, *want);
+  const int result = libc_fn(id, flags, &host, old);
+  if (result == 0 && old != nullptr) to_virtual(clock, *old);
+  return result;
+}
+
+template <class Id>
+int gettime(int (*libc_fn)(Id, itimerspec*), int (*clock_of)(Id), Id id,
+            itimerspec* current) noexcept {
+  const int result = libc_fn(id, current);
+  if (result != 0 || joined() == nullptr || current == nullptr) return result;
+  const int clock = clock_of(id);
+  if (converts(clock)) to_virtual(clock, *current);
+  return result;
+}
+
 }  // namespace
 }  // namespace vclock::shim
 
@@ -288,22 +306,12 @@ VCLOCK_SHIM_EXPORT int timerfd_create(clockid_t clock, int flags) {
 }
 
 VCLOCK_SHIM_EXPORT int timerfd_settime(int fd, int flags, const itimerspec* want, itimerspec* old) {
-  const s::real_timer_functions& r = s::functions();
-  if (s::joined() == nullptr || want == nullptr) return r.timerfd_settime(fd, flags, want, old);
-  const int clock = s::timerfd_clock(fd);
-  if (!s::converts(clock)) return r.timerfd_settime(fd, flags, want, old);
-  const itimerspec host = s::to_host(clock, (flags & TFD_TIMER_ABSTIME) != 0, *want);
-  const int result = r.timerfd_settime(fd, flags, &host, old);
-  if (result == 0 && old != nullptr) s::to_virtual(clock, *old);
-  return result;
+  return s::settime(s::functions().timerfd_settime, s::timerfd_clock, fd, flags, TFD_TIMER_ABSTIME,
+                    want, old);
 }
 
 VCLOCK_SHIM_EXPORT int timerfd_gettime(int fd, itimerspec* current) {
-  const int result = s::functions().timerfd_gettime(fd, current);
-  if (result != 0 || s::joined() == nullptr || current == nullptr) return result;
-  const int clock = s::timerfd_clock(fd);
-  if (s::converts(clock)) s::to_virtual(clock, *current);
-  return result;
+  return s::gettime(s::functions().timerfd_gettime, s::timerfd_clock, fd, current);
 }
 
 // timer_* in both versions of the one ABI (see the top of this file).
@@ -315,22 +323,12 @@ VCLOCK_SHIM_EXPORT int vclock_shim_timer_create(clockid_t clock, sigevent* event
 
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_settime(timer_t id, int flags, const itimerspec* want,
                                                  itimerspec* old) {
-  const s::real_timer_functions& r = s::functions();
-  if (s::joined() == nullptr || want == nullptr) return r.timer_settime(id, flags, want, old);
-  const int clock = s::timer_clock(id);
-  if (!s::converts(clock)) return r.timer_settime(id, flags, want, old);
-  const itimerspec host = s::to_host(clock, (flags & TIMER_ABSTIME) != 0, *want);
-  const int result = r.timer_settime(id, flags, &host, old);
-  if (result == 0 && old != nullptr) s::to_virtual(clock, *old);
-  return result;
+  return s::settime(s::functions().timer_settime, s::timer_clock, id, flags, TIMER_ABSTIME, want,
+                    old);
 }
 
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_gettime(timer_t id, itimerspec* current) {
-  const int result = s::functions().timer_gettime(id, current);
-  if (result != 0 || s::joined() == nullptr || current == nullptr) return result;
-  const int clock = s::timer_clock(id);
-  if (s::converts(clock)) s::to_virtual(clock, *current);
-  return result;
+  return s::gettime(s::functions().timer_gettime, s::timer_clock, id, current);
 }
 
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_delete(timer_t id) {

@@ -24,7 +24,6 @@
 //
 // Timers are virtual_timers.cc's. Not interposed: waits inside libc that
 // do not go through these exported names.
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -89,32 +88,26 @@ struct real_functions {
 };
 real_functions real;
 
-template <class F>
-F next(const char* name) noexcept {
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-}
-
 [[gnu::constructor]] void find_real_waits() noexcept {
-  real.nanosleep = next<nanosleep_fn>("nanosleep");
-  real.clock_nanosleep = next<clock_nanosleep_fn>("clock_nanosleep");
-  real.usleep = next<usleep_fn>("usleep");
-  real.sleep = next<sleep_fn>("sleep");
-  real.poll = next<poll_fn>("poll");
-  real.select = next<select_fn>("select");
-  real.epoll_wait = next<epoll_wait_fn>("epoll_wait");
-  real.epoll_pwait = next<epoll_pwait_fn>("epoll_pwait");
-  real.ppoll = next<ppoll_fn>("ppoll");
-  real.pselect = next<pselect_fn>("pselect");
+  real.nanosleep = libc_next<nanosleep_fn>("nanosleep");
+  real.clock_nanosleep = libc_next<clock_nanosleep_fn>("clock_nanosleep");
+  real.usleep = libc_next<usleep_fn>("usleep");
+  real.sleep = libc_next<sleep_fn>("sleep");
+  real.poll = libc_next<poll_fn>("poll");
+  real.select = libc_next<select_fn>("select");
+  real.epoll_wait = libc_next<epoll_wait_fn>("epoll_wait");
+  real.epoll_pwait = libc_next<epoll_pwait_fn>("epoll_pwait");
+  real.ppoll = libc_next<ppoll_fn>("ppoll");
+  real.pselect = libc_next<pselect_fn>("pselect");
   // The version interposed (GLIBC_2.3.2); binaries bound to the compat
   // one (linked before 2002) bind to it, not to us.
-  real.cond_timedwait = reinterpret_cast<cond_timedwait_fn>(
-      dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2"));
+  real.cond_timedwait = libc_next<cond_timedwait_fn>("pthread_cond_timedwait", "GLIBC_2.3.2");
   if (real.cond_timedwait == nullptr) {
-    real.cond_timedwait = next<cond_timedwait_fn>("pthread_cond_timedwait");
+    real.cond_timedwait = libc_next<cond_timedwait_fn>("pthread_cond_timedwait");
   }
-  real.sem_timedwait = next<sem_timedwait_fn>("sem_timedwait");
-  real.cond_clockwait = next<cond_clockwait_fn>("pthread_cond_clockwait");
-  real.sem_clockwait = next<sem_clockwait_fn>("sem_clockwait");
+  real.sem_timedwait = libc_next<sem_timedwait_fn>("sem_timedwait");
+  real.cond_clockwait = libc_next<cond_clockwait_fn>("pthread_cond_clockwait");
+  real.sem_clockwait = libc_next<sem_clockwait_fn>("sem_clockwait");
 }
 
 // Host ns until the namespace reaches `deadline` on `clock`'s line, at

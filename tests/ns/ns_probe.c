@@ -26,45 +26,25 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t ns_of(const struct timespec* t) {
-  return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
-
-static int64_t virt(clockid_t c) {
-  struct timespec t;
-  if (clock_gettime(c, &t) != 0) {
-    perror("clock_gettime");
-    exit(2);
-  }
-  return ns_of(&t);
-}
-
-static int64_t host(clockid_t c) {
-  struct timespec t;
-  if (syscall(SYS_clock_gettime, c, &t) != 0) {
-    perror("SYS_clock_gettime");
-    exit(2);
-  }
-  return ns_of(&t);
-}
+#include "probe_clocks.h"
 
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "now") == 0) {
     printf(
         "virtual_realtime %lld host_realtime %lld virtual_monotonic %lld host_monotonic %lld "
         "virtual_boottime %lld host_boottime %lld tai_minus_realtime %lld\n",
-        (long long)virt(CLOCK_REALTIME), (long long)host(CLOCK_REALTIME),
-        (long long)virt(CLOCK_MONOTONIC), (long long)host(CLOCK_MONOTONIC),
-        (long long)virt(CLOCK_BOOTTIME), (long long)host(CLOCK_BOOTTIME),
-        (long long)(virt(CLOCK_TAI) - virt(CLOCK_REALTIME)));
+        (long long)program_ns(CLOCK_REALTIME), (long long)host_ns(CLOCK_REALTIME),
+        (long long)program_ns(CLOCK_MONOTONIC), (long long)host_ns(CLOCK_MONOTONIC),
+        (long long)program_ns(CLOCK_BOOTTIME), (long long)host_ns(CLOCK_BOOTTIME),
+        (long long)(program_ns(CLOCK_TAI) - program_ns(CLOCK_REALTIME)));
     return 0;
   }
   if (argc >= 2 && strcmp(argv[1], "bracket") == 0) {
     int64_t best0 = 0, best_v = 0, best1 = INT64_MAX;
     for (int i = 0; i < 1000; ++i) {
-      const int64_t h0 = host(CLOCK_MONOTONIC);
-      const int64_t v = virt(CLOCK_MONOTONIC);
-      const int64_t h1 = host(CLOCK_MONOTONIC);
+      const int64_t h0 = host_ns(CLOCK_MONOTONIC);
+      const int64_t v = program_ns(CLOCK_MONOTONIC);
+      const int64_t h1 = host_ns(CLOCK_MONOTONIC);
       if (h1 - h0 < best1 - best0) {
         best0 = h0;
         best_v = v;
@@ -80,15 +60,15 @@ int main(int argc, char** argv) {
                               CLOCK_MONOTONIC_COARSE};
     const int n = (int)(sizeof(mono) / sizeof(mono[0]));
     int64_t first[4], last[4];
-    for (int i = 0; i < n; ++i) first[i] = last[i] = virt(mono[i]);
-    const int64_t real_first = virt(CLOCK_REALTIME);
+    for (int i = 0; i < n; ++i) first[i] = last[i] = program_ns(mono[i]);
+    const int64_t real_first = program_ns(CLOCK_REALTIME);
     int64_t real_last = real_first;
-    const int64_t start = host(CLOCK_MONOTONIC);
+    const int64_t start = host_ns(CLOCK_MONOTONIC);
     const int64_t span = atoll(argv[2]) * 1000000;
     long long reads = 0, backward = 0;
-    while (host(CLOCK_MONOTONIC) - start < span) {
+    while (host_ns(CLOCK_MONOTONIC) - start < span) {
       for (int i = 0; i < n; ++i) {
-        const int64_t v = virt(mono[i]);
+        const int64_t v = program_ns(mono[i]);
         if (v < last[i]) {
           ++backward;
           fprintf(stderr, "clock %d went back by %lld ns\n", (int)mono[i],
@@ -96,10 +76,10 @@ int main(int argc, char** argv) {
         }
         last[i] = v;
       }
-      real_last = virt(CLOCK_REALTIME);
+      real_last = program_ns(CLOCK_REALTIME);
       ++reads;
     }
-    const int64_t elapsed = host(CLOCK_MONOTONIC) - start;
+    const int64_t elapsed = host_ns(CLOCK_MONOTONIC) - start;
     printf(
         "reads %lld backward %lld monotonic %lld raw %lld boottime %lld coarse %lld "
         "host_ms %lld realtime_first %lld realtime_last %lld\n",
@@ -109,7 +89,7 @@ int main(int argc, char** argv) {
     return backward == 0 ? 0 : 1;
   }
   if (argc >= 3 && strcmp(argv[1], "unshare-fork") == 0) {
-    (void)virt(CLOCK_MONOTONIC);  // the library is loaded and in use
+    (void)program_ns(CLOCK_MONOTONIC);  // the library is loaded and in use
     if (unshare(CLONE_NEWTIME) != 0) {
       perror("unshare(CLONE_NEWTIME)");
       return 77;
@@ -125,8 +105,8 @@ int main(int argc, char** argv) {
       printf(
           "virtual_monotonic %lld host_monotonic %lld virtual_boottime %lld host_boottime "
           "%lld\n",
-          (long long)virt(CLOCK_MONOTONIC), (long long)host(CLOCK_MONOTONIC),
-          (long long)virt(CLOCK_BOOTTIME), (long long)host(CLOCK_BOOTTIME));
+          (long long)program_ns(CLOCK_MONOTONIC), (long long)host_ns(CLOCK_MONOTONIC),
+          (long long)program_ns(CLOCK_BOOTTIME), (long long)host_ns(CLOCK_BOOTTIME));
       fflush(stdout);
       _exit(0);
     }

@@ -23,31 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t ns_of(const struct timespec* t) {
-  return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
+#include "probe_clocks.h"
 
 static struct timespec timespec_of(int64_t ns) {
   struct timespec t = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
   return t;
-}
-
-static int64_t program_now(clockid_t c) {
-  struct timespec t;
-  if (clock_gettime(c, &t) != 0) {
-    perror("clock_gettime");
-    exit(2);
-  }
-  return ns_of(&t);
-}
-
-static int64_t host_now(void) {
-  struct timespec t;
-  if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t) != 0) {
-    perror("SYS_clock_gettime");
-    exit(2);
-  }
-  return ns_of(&t);
 }
 
 static void check(int ok, const char* what) {
@@ -68,7 +48,7 @@ static clockid_t clock_named(const char* name) {
 static struct itimerspec arming(clockid_t c, int absolute, int64_t ms, int64_t interval_ms) {
   struct itimerspec want;
   const int64_t span = ms * 1000000;
-  want.it_value = timespec_of(absolute ? program_now(c) + span : span);
+  want.it_value = timespec_of(absolute ? program_ns(c) + span : span);
   want.it_interval = timespec_of(interval_ms * 1000000);
   return want;
 }
@@ -76,8 +56,8 @@ static struct itimerspec arming(clockid_t c, int absolute, int64_t ms, int64_t i
 static void report(int64_t host0, int64_t virtual0, clockid_t c, const struct itimerspec* left,
                    int fired) {
   printf("host_ms %lld virtual_ms %lld left_ms %lld interval_ms %lld fired %d\n",
-         (long long)((host_now() - host0) / 1000000),
-         (long long)((program_now(c) - virtual0) / 1000000),
+         (long long)((host_ns(CLOCK_MONOTONIC) - host0) / 1000000),
+         (long long)((program_ns(c) - virtual0) / 1000000),
          (long long)(ns_of(&left->it_value) / 1000000),
          (long long)(ns_of(&left->it_interval) / 1000000), fired);
 }
@@ -91,7 +71,7 @@ int main(int argc, char** argv) {
     if (strcmp(argv[1], "timerfd") == 0) {
       const int fd = timerfd_create(c, 0);
       check(fd >= 0, "timerfd_create");
-      const int64_t host0 = host_now(), virtual0 = program_now(c);
+      const int64_t host0 = host_ns(CLOCK_MONOTONIC), virtual0 = program_ns(c);
       const struct itimerspec want = arming(c, absolute, ms, 0);
       check(timerfd_settime(fd, absolute ? TFD_TIMER_ABSTIME : 0, &want, NULL) == 0,
             "timerfd_settime");
@@ -111,7 +91,7 @@ int main(int argc, char** argv) {
     event.sigev_signo = SIGRTMIN;
     timer_t id;
     check(timer_create(c, &event, &id) == 0, "timer_create");
-    const int64_t host0 = host_now(), virtual0 = program_now(c);
+    const int64_t host0 = host_ns(CLOCK_MONOTONIC), virtual0 = program_ns(c);
     const struct itimerspec want = arming(c, absolute, ms, 0);
     check(timer_settime(id, absolute ? TIMER_ABSTIME : 0, &want, NULL) == 0, "timer_settime");
     check(timer_gettime(id, &left) == 0, "timer_gettime");
@@ -126,7 +106,7 @@ int main(int argc, char** argv) {
     const uint64_t count = (uint64_t)atoll(argv[3]);
     const int fd = timerfd_create(CLOCK_MONOTONIC, 0);
     check(fd >= 0, "timerfd_create");
-    const int64_t host0 = host_now(), virtual0 = program_now(CLOCK_MONOTONIC);
+    const int64_t host0 = host_ns(CLOCK_MONOTONIC), virtual0 = program_ns(CLOCK_MONOTONIC);
     const struct itimerspec want = arming(CLOCK_MONOTONIC, 0, ms, ms);
     check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
     struct itimerspec left;
@@ -143,7 +123,7 @@ int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "frozen") == 0) {
     const int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
     check(fd >= 0, "timerfd_create");
-    const int64_t host0 = host_now(), virtual0 = program_now(CLOCK_MONOTONIC);
+    const int64_t host0 = host_ns(CLOCK_MONOTONIC), virtual0 = program_ns(CLOCK_MONOTONIC);
     const struct itimerspec want = arming(CLOCK_MONOTONIC, 0, atoll(argv[2]), 0);
     check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
     struct itimerspec left;

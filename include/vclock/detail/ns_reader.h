@@ -84,18 +84,33 @@ struct ns_view {
 // at every change, so an unchanged `current` means the copy was in force,
 // and whole, from before the host time was read until after its line was
 // loaded: it maps that time as every other reader does.
+//
+// piece_if_unchanged(): the piece of family F's line that applies at host time `at` in the copy
+// `current` names: its anchor and rate, and the switch point. False when a
+// change came meanwhile (`current` moved on).
+template <ns_family F>
+[[gnu::always_inline]] inline bool piece_if_unchanged(const ns_page& p, std::uint32_t current,
+                                                      std::int64_t at, ns_anchor& a,
+                                                      std::uint64_t& rate,
+                                                      std::int64_t& switch_host) noexcept {
+  const ns_params& c = p.copies[current & 1u];
+  const ns_line& l = c.lines[static_cast<std::uint32_t>(F)];
+  switch_host = load(l.after.host_ns);
+  const bool after = at >= switch_host;
+  a = after ? ns_anchor{switch_host, load(l.after.virtual_ns)}
+            : ns_anchor{load(l.before.host_ns), load(l.before.virtual_ns)};
+  rate = after ? load(c.rate_after_q32) : load(c.rate_before_q32);
+  return load(p.header.current) == current;
+}
+
 template <ns_family F>
 [[gnu::always_inline]] inline bool map_if_unchanged(const ns_page& p, std::uint32_t current,
                                                     std::int64_t host_ns,
                                                     std::int64_t& out) noexcept {
-  const ns_params& c = p.copies[current & 1u];
-  const ns_line& l = c.lines[static_cast<std::uint32_t>(F)];
-  const std::int64_t switch_host = load(l.after.host_ns);
-  const bool after = host_ns >= switch_host;
-  const ns_anchor a = after ? ns_anchor{switch_host, load(l.after.virtual_ns)}
-                            : ns_anchor{load(l.before.host_ns), load(l.before.virtual_ns)};
-  const std::uint64_t rate = after ? load(c.rate_after_q32) : load(c.rate_before_q32);
-  if (load(p.header.current) != current) [[unlikely]] {
+  ns_anchor a;
+  std::uint64_t rate = 0;
+  std::int64_t switch_host = 0;
+  if (!piece_if_unchanged<F>(p, current, host_ns, a, rate, switch_host)) [[unlikely]] {
     return false;  // a change came meanwhile: read the host clock again
   }
   out = ns_map(a, rate, host_ns);
