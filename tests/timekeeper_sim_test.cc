@@ -567,6 +567,13 @@ class driver {
   void on_source_call() {
     if (!in_tk_ || in_hook_) return;
     const bool both_odd = ((page_->hot.seq & page_->backup.seq) & 1u) != 0;
+    // Once per update: the first counter read after the backup closed.
+    const bool backup_closed = (page_->hot.seq & 1u) != 0 && (page_->backup.seq & 1u) == 0;
+    if (s_.preempt_after_switch_point_ns > 0 && backup_closed && world_.last_call_read_counter() &&
+        page_->hot.seq != preempted_seq_) {
+      preempted_seq_ = page_->hot.seq;
+      world_.delay_next_call(s_.preempt_after_switch_point_ns);
+    }
     if (deferred_read_ && !both_odd) finish_deferred_read();
     if (rng_() % static_cast<std::uint64_t>(s_.mid_update_read_one_in) != 0) return;
     if (both_odd) {
@@ -700,6 +707,10 @@ class driver {
           err);
     }
     const bool coarse = detail::is_coarse(k);
+    if (s_.max_ahead_ns > 0 && err > s_.max_ahead_ns && !(realtime_family && t < exempt_until_)) {
+      v_["ahead of the kernel by more than the scenario's max_ahead_ns"].add(
+          fmt("%s at %.6f s: %" PRId64 " ns ahead%s", kind_name(k), t_s, err, how), err);
+    }
     // Within 1 ms (scaled in the long run) except just after a step, and
     // for the coarse clocks (behind) while the writer stalls.
     if (t >= exempt_until_ && !(coarse && err < 0 && t < coarse_stalled_until_)) {
@@ -760,6 +771,7 @@ class driver {
   bool in_tk_ = false;
   bool in_hook_ = false;
   bool deferred_read_ = false;
+  std::uint32_t preempted_seq_ = 0;  // the update preempted after its switch point
 
   std::size_t events_seen_ = 0;
   std::size_t pre_burst_for_ = ~std::size_t{0};
@@ -816,6 +828,7 @@ TEST(TimekeeperSim, CounterMigration) { run_scenario(counter_migration()); }
 TEST(TimekeeperSim, CounterJumpsBackward) { run_scenario(counter_jumps_backward()); }
 TEST(TimekeeperSim, NoisySamples) { run_scenario(noisy_samples()); }
 TEST(TimekeeperSim, WriterStalls) { run_scenario(writer_stalls()); }
+TEST(TimekeeperSim, PreemptedAtSwitchPoints) { run_scenario(preempted_at_switch_points()); }
 
 }  // namespace
 }  // namespace vclock::sim

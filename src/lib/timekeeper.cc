@@ -607,13 +607,47 @@ std::uint64_t timekeeper::switch_point_after_close(std::uint64_t c) noexcept {
   return overrun > static_cast<std::int64_t>(overrun_ticks) ? now : c;
 }
 
+// The kernel's MONOTONIC and MONOTONIC_RAW at switch point c, for a resync,
+// where they become the new bases. Read after c, they bound from above every
+// kernel answer a reader returned before the switch (readers check that no
+// publish began after their kernel read); read right after c, they are the
+// kernel's time at c. A writer preempted in between would set the bases
+// ahead of the kernel by as long as it was off the CPU, which the
+// discipline, never stepping back, slews away at max_correction: 10 s per
+// ms (a fork child in a busy CI run once answered 56 us ahead). So a try
+// whose counter bracket is wider than calibration allows is made again from
+// a fresh counter read, the switch point moving there (as safe as in
+// switch_point_after_close: hot is still odd), and the narrowest is kept.
+timekeeper::switch_reading timekeeper::read_kernel_at_switch(std::uint64_t c) noexcept {
+  const auto tight_ticks =
+      static_cast<std::uint64_t>(static_cast<double>(config_.calibration_bracket_ns) /
+                                 (mono_.nominal > 0 ? mono_.nominal : 1.0));
+  switch_reading best;
+  std::uint64_t best_width = ~std::uint64_t{0};
+  for (int i = 0; i < std::max(config_.sample_tries, 1); ++i) {
+    const std::uint64_t from = i == 0 ? c : sources_.read_counter();
+    const std::int64_t mono = sources_.read_kernel(CLOCK_MONOTONIC);
+    const std::int64_t raw = sources_.read_kernel(CLOCK_MONOTONIC_RAW);
+    const std::uint64_t width = sources_.read_counter() - from;
+    if (width < best_width) {
+      best = {from, mono, raw};
+      best_width = width;
+    }
+    if (best_width <= tight_ticks) break;
+  }
+  return best;
+}
+
 void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
   const clock_line& old = published_;
   if (old.max_delta != 0) {
     const std::uint64_t d = c - old.cycle_last;
-    if (static_cast<std::int64_t>(d) < 0) {
+    // Behind cycle_last by more than max_lag_ticks (a counter reset by a
+    // suspend), readers took the stale path below, not the clamp.
+    const bool behind = static_cast<std::int64_t>(d) < 0;
+    if (behind && std::uint64_t{0} - d <= detail::max_lag_ticks) {
       store(page_.backup.max_delta, std::uint64_t{1});  // frozen at cycle_last
-    } else if (d < old.max_delta) {
+    } else if (!behind && d < old.max_delta) {
       store(page_.backup.max_delta, d + 1);  // frozen at c
     } else {
       // Stale: readers are answering stale_answer() from the kernel. The
@@ -656,23 +690,25 @@ void timekeeper::publish(bool resync) noexcept {
   close_backup(backup_seq, c);
   c = switch_point_after_close(c);
   const bool was_on = published_.max_delta != 0;
-  const std::uint64_t delta = c - published_.cycle_last;
+  // Counter behind cycle_last, stale or off: readers answered from the
+  // kernel (stale_answer(), or max(kernel + lead, floor)); so does this.
+  resync = resync || !was_on || c - published_.cycle_last >= published_.max_delta;
+  switch_reading kernel{};
+  if (resync) {
+    kernel = read_kernel_at_switch(c);
+    c = kernel.c;
+  }
   std::int64_t mono = published_.mono_ns;  // never move a base back
-  if (was_on && delta < published_.max_delta) {
+  if (was_on && c - published_.cycle_last < published_.max_delta) {
     mono = time_at(c, false);
     next.raw_ns = time_at(c, true);
-  } else {
-    // Counter behind cycle_last, stale or off: readers answered from the
-    // kernel (stale_answer(), or max(kernel + lead, floor)); so does this.
-    resync = true;
   }
   if (resync) {
     // Read after c, so these are upper bounds of the kernel's time at c:
     // every answer a reader had from the kernel is <= the new base.
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-    mono = std::max(mono, floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC) + lead));
-    next.raw_ns = std::max(next.raw_ns,
-                           floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead));
+    mono = std::max(mono, floor_after(false, c, kernel.mono + lead));
+    next.raw_ns = std::max(next.raw_ns, floor_after(true, c, kernel.raw + lead));
   }
   set_mono_base(next, mono, next_offsets);
   next.cycle_last = c;

@@ -109,6 +109,11 @@ class timekeeper {
     std::int16_t tai_s = 0;
     std::int64_t width_ns = 0;  // uncertainty of realtime/boottime
   };
+  struct switch_reading {  // the kernel's clocks read right after a switch point
+    std::uint64_t c = 0;
+    std::int64_t mono = 0;
+    std::int64_t raw = 0;
+  };
   enum class state { idle, calibrating, running, off, backoff };
 
   void repair_half_written_update() noexcept;
@@ -134,6 +139,7 @@ class timekeeper {
   std::uint32_t open_backup() noexcept;
   void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
   std::uint64_t switch_point_after_close(std::uint64_t c) noexcept;
+  switch_reading read_kernel_at_switch(std::uint64_t c) noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
 
   page& page_;

@@ -36,6 +36,13 @@ struct scenario {
   // The driver also reads the page from inside 1 in this many of the
   // timekeeper's time_sources calls, i.e. while it is mid-update.
   int mid_update_read_one_in = 16;
+  // The timekeeper is preempted for this long right after each counter read
+  // it makes while hot is odd and the backup closed: between the switch
+  // point and what follows it (0: never).
+  std::int64_t preempt_after_switch_point_ns = 0;
+  // No reader ahead of the kernel by more than this, at any time (0: only
+  // the 1 ms bound applies); not the REALTIME family just after a step.
+  std::int64_t max_ahead_ns = 0;
 };
 
 namespace ev {
@@ -237,6 +244,24 @@ inline scenario writer_stalls() {
               ev::stall(70 * ns_per_s, ns_per_s),         //
               ev::ntp(8 * ns_per_h, 500.0),               //
               ev::stall(8 * ns_per_h, 2 * ns_per_s)};
+  return s;
+}
+
+// A timekeeper preempted for 2 ms right after reading each switch point, among them the first
+// publish (calibration) and the resyncs after stalls, where the new base comes from the kernel.
+// A kernel time read 2 ms after the switch point, taken as the time at it, puts the clock 2 ms
+// ahead, and the discipline (which never steps back) takes 20 s to slew that away: a fork child of
+// a busy CI run once answered 56 us ahead. Held here to 20 us ahead at any time.
+inline scenario preempted_at_switch_points() {
+  scenario s = base_scenario("PreemptedAtSwitchPoints", 25);
+  s.fine_duration_ns = 30 * ns_per_s;
+  s.duration_ns = 2 * ns_per_h;
+  s.preempt_after_switch_point_ns = 2 * ns_per_ms;
+  s.max_ahead_ns = 20 * ns_per_us;
+  s.events = {ev::stall(60 * ns_per_ms, 40 * ns_per_ms),  //
+              ev::stall(10 * ns_per_s, 50 * ns_per_ms),   //
+              ev::stall(20 * ns_per_s, ns_per_s),         //
+              ev::stall(ns_per_h, 2 * ns_per_s)};
   return s;
 }
 

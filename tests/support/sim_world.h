@@ -164,6 +164,7 @@ class world final : public vclock::time_sources {
     const std::uint64_t v = counter_value(0);
     spend_after();
     ++source_calls_;
+    last_call_read_counter_ = true;
     if (hook_ != nullptr) hook_(hook_ctx_);
     return v;
   }
@@ -173,6 +174,7 @@ class world final : public vclock::time_sources {
     const std::int64_t v = kernel_now(clock);
     spend_after();
     ++source_calls_;
+    last_call_read_counter_ = false;
     if (hook_ != nullptr) hook_(hook_ctx_);
     return v;
   }
@@ -246,6 +248,10 @@ class world final : public vclock::time_sources {
     hook_ = hook;
     hook_ctx_ = ctx;
   }
+  // The next time_sources call starts `ns` later: a preemption at a point of
+  // the driver's choosing (the hook tells it where the timekeeper is).
+  void delay_next_call(std::int64_t ns) { forced_delay_ns_ = ns; }
+  bool last_call_read_counter() const { return last_call_read_counter_; }
   // Calibration samples get their own preemption rate.
   void set_calibrating(bool on) { calibrating_ = on; }
 
@@ -282,6 +288,11 @@ class world final : public vclock::time_sources {
     if (p > 0 && rng_.chance(p)) {
       preempt_ = rng_.in(np_.preempt_min_ns, np_.preempt_max_ns);
       preempt_before_ = (rng_() & 1) != 0;
+      ++preemptions_;
+    }
+    if (forced_delay_ns_ > 0) {
+      advance_to(t_ + forced_delay_ns_);
+      forced_delay_ns_ = 0;
       ++preemptions_;
     }
     advance_to(t_ + cost_ / 2 + (preempt_before_ ? preempt_ : 0));
@@ -425,6 +436,8 @@ class world final : public vclock::time_sources {
   std::int64_t cost_ = 0;
   std::int64_t preempt_ = 0;
   bool preempt_before_ = false;
+  std::int64_t forced_delay_ns_ = 0;
+  bool last_call_read_counter_ = false;
   std::uint64_t source_calls_ = 0;
   std::uint64_t preemptions_ = 0;
   mutable std::uint64_t reader_counter_calls_ = 0;
