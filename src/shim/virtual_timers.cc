@@ -19,8 +19,10 @@
 //   - the interval is divided by the rate;
 //   - while frozen, the expiry is never reached: the host timer is armed
 //     at the end of time.
-// A later change (`vclock ns set`) does not re-arm a timer already armed:
-// it fires at the host time computed when it was armed (docs/virtual-time.md).
+// A later change (`vclock ns set`) re-arms every timer armed so: each keeps
+// what the program asked, in virtual time (its armed_timer record), and the
+// watcher thread (timer_watcher.cc) sets it again through the new line
+// (rearm_after_change below).
 //
 // Versions: glibc exports timer_* in three versions. GLIBC_2.34 and
 // GLIBC_2.3.3 are one implementation and the same timer_t, and are
@@ -30,6 +32,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,9 +42,11 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <type_traits>
 
 #include "export.h"
 #include "kernel_clock.h"
+#include "timer_watcher.h"
 #include "virtual_time.h"
 
 namespace vclock::shim {
@@ -98,10 +104,39 @@ constexpr int unknown_clock = -1;
 constexpr int max_tracked_fds = 4096;
 std::atomic<std::uint8_t> timerfd_clock_plus_one[max_tracked_fds];
 
+// What the program asked of a timer armed in virtual time, for re-arming it
+// after a change: the virtual deadline of its first expiry (on
+// `deadline_clock`: the timer's own clock if absolute; if relative,
+// MONOTONIC, or BOOTTIME for a BOOTTIME timer, as the kernel runs relative
+// timers) and its virtual interval. The program's *_settime writes it
+// (in_flight counts calls under way, arms those done), the watcher reads
+// it and re-arms, and tries again if the program armed the timer meanwhile.
+// A handler that re-arms a timer while interrupting its own thread's
+// *_settime of the same timer may leave the interrupted call's request
+// here (the kernel holds the handler's): the next change re-arms that.
+// Zero-initialised (so the tables cost no file space): deadline_clock is the
+// clock plus one, 0 when not armed.
+constexpr int not_armed = 0;
+struct armed_timer {
+  std::atomic<std::uint32_t> in_flight{0};
+  std::atomic<std::uint32_t> arms{0};
+  std::atomic<int> deadline_clock{not_armed};
+  std::atomic<int> flags{0};
+  std::atomic<bool> absolute{false};
+  std::atomic<std::int64_t> deadline{0};
+  std::atomic<std::int64_t> interval{0};
+};
+armed_timer timerfd_armed[max_tracked_fds];
+
+armed_timer* timerfd_record(int fd) noexcept {
+  return fd >= 0 && fd < max_tracked_fds ? &timerfd_armed[fd] : nullptr;
+}
+
 void remember_timerfd(int fd, clockid_t clock) noexcept {
   if (fd >= 0 && fd < max_tracked_fds && clock >= 0 && clock < 255) {
     timerfd_clock_plus_one[fd].store(static_cast<std::uint8_t>(clock + 1),
                                      std::memory_order_relaxed);
+    timerfd_armed[fd].deadline_clock.store(not_armed, std::memory_order_release);
   }
 }
 
@@ -143,6 +178,7 @@ constexpr std::uintptr_t deleted_slot = UINTPTR_MAX;
 struct timer_slot {
   std::atomic<std::uintptr_t> key{empty_slot};
   std::atomic<int> clock{unknown_clock};
+  armed_timer armed;
 };
 timer_slot timer_slots[max_tracked_timers];
 
@@ -160,11 +196,13 @@ void remember_timer(timer_t id, clockid_t clock) noexcept {
     std::uintptr_t seen = slot.key.load(std::memory_order_acquire);
     if (seen == key) {
       slot.clock.store(clock, std::memory_order_release);
+      slot.armed.deadline_clock.store(not_armed, std::memory_order_release);
       return;
     }
     if (seen == empty_slot || seen == deleted_slot) {
       // Publish the clock first: a reader that finds the key finds it.
       slot.clock.store(clock, std::memory_order_relaxed);
+      slot.armed.deadline_clock.store(not_armed, std::memory_order_relaxed);
       if (slot.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) return;
     }
   }
@@ -188,8 +226,14 @@ int timer_clock(timer_t id) noexcept {
   return slot != nullptr ? slot->clock.load(std::memory_order_acquire) : unknown_clock;
 }
 
+armed_timer* timer_record(timer_t id) noexcept {
+  timer_slot* slot = find_timer(id);
+  return slot != nullptr ? &slot->armed : nullptr;
+}
+
 void forget_timer(timer_t id) noexcept {
   if (timer_slot* slot = find_timer(id); slot != nullptr) {
+    slot->armed.deadline_clock.store(not_armed, std::memory_order_release);
     slot->key.store(deleted_slot, std::memory_order_release);
   }
 }
@@ -269,17 +313,53 @@ void to_virtual(clockid_t clock, itimerspec& t) noexcept {
 
 bool converts(int clock) noexcept { return clock != unknown_clock && is_virtual_clock(clock); }
 
+// The clock whose virtual time a relative expiry counts: the kernel runs a
+// relative REALTIME (or TAI) timer on MONOTONIC, so a REALTIME step, or a
+// change of the namespace's REALTIME offset, does not move it.
+clockid_t relative_clock(clockid_t clock) noexcept {
+  return clock == CLOCK_BOOTTIME ? CLOCK_BOOTTIME : CLOCK_MONOTONIC;
+}
+
+void remember_arming(armed_timer& r, clockid_t clock, int flags, bool absolute,
+                     const itimerspec& want) noexcept {
+  if (is_zero(want.it_value) || !valid_timespec(&want.it_value) ||
+      !valid_timespec(&want.it_interval)) {
+    r.deadline_clock.store(not_armed, std::memory_order_relaxed);
+    return;
+  }
+  const clockid_t on = absolute ? clock : relative_clock(clock);
+  r.flags.store(flags, std::memory_order_relaxed);
+  r.absolute.store(absolute, std::memory_order_relaxed);
+  r.deadline.store(
+      absolute ? to_ns(want.it_value) : saturating_add(virtual_now(on), to_ns(want.it_value)),
+      std::memory_order_relaxed);
+  r.interval.store(to_ns(want.it_interval), std::memory_order_relaxed);
+  r.deadline_clock.store(on + 1, std::memory_order_relaxed);
+}
+
 // *_settime and *_gettime for either kind of timer (Id: a timerfd's fd or
-// a timer_t), given libc's function and how to find the timer's clock.
-// `absolute_flag`: the call's flag for an absolute expiry.
+// a timer_t), given libc's function and how to find the timer's clock and
+// record. `absolute_flag`: the call's flag for an absolute expiry.
 template <class Id>
-int settime(int (*libc_fn)(Id, int, const itimerspec*, itimerspec*), int (*clock_of)(Id), Id id,
-            int flags, int absolute_flag, const itimerspec* want, itimerspec* old) noexcept {
+int settime(int (*libc_fn)(Id, int, const itimerspec*, itimerspec*), int (*clock_of)(Id),
+            armed_timer* (*record_of)(Id), Id id, int flags, int absolute_flag,
+            const itimerspec* want, itimerspec* old) noexcept {
   if (joined() == nullptr || want == nullptr) return libc_fn(id, flags, want, old);
   const int clock = clock_of(id);
   if (!converts(clock)) return libc_fn(id, flags, want, old);
-  const itimerspec host = to_host(clock, (flags & absolute_flag) != 0, *want);
+  armed_timer* record = record_of(id);
+  // Before the namespace is read: a watcher that finds no call in flight
+  // after a change knows any later call reads the new parameters.
+  if (record != nullptr) record->in_flight.fetch_add(1, std::memory_order_seq_cst);
+  const bool absolute = (flags & absolute_flag) != 0;
+  const itimerspec host = to_host(absolute ? clock : relative_clock(clock), absolute, *want);
+  if (record != nullptr) remember_arming(*record, clock, flags, absolute, *want);
   const int result = libc_fn(id, flags, &host, old);
+  if (record != nullptr) {
+    if (result != 0) record->deadline_clock.store(not_armed, std::memory_order_relaxed);
+    record->arms.fetch_add(1, std::memory_order_release);
+    record->in_flight.fetch_sub(1, std::memory_order_release);
+  }
   if (result == 0 && old != nullptr) to_virtual(clock, *old);
   return result;
 }
@@ -294,6 +374,125 @@ int gettime(int (*libc_fn)(Id, itimerspec*), int (*clock_of)(Id), Id id,
   return result;
 }
 
+// --- re-arming after a change ------------------------------------------------------------
+
+// A timerfd's expirations not yet read: re-arming sets them to 0, so they
+// are put back (TFD_IOC_SET_TICKS of <linux/timerfd.h>, which clashes with
+// <sys/timerfd.h>; where the kernel lacks it, they are lost).
+constexpr unsigned long set_ticks_request = _IOW('T', 0, std::uint64_t);
+std::uint64_t pending_ticks(int fd) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+  const int f = open(path, O_RDONLY | O_CLOEXEC);
+  if (f < 0) return 0;
+  char text[512];
+  const ssize_t n = read(f, text, sizeof(text) - 1);
+  close(f);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  unsigned long long ticks = 0;
+  for (const char* line = text; line != nullptr && *line != '\0';) {
+    if (std::sscanf(line, "ticks: %llu", &ticks) == 1) return ticks;
+    const char* end = __builtin_strchr(line, '\n');
+    line = end != nullptr ? end + 1 : nullptr;
+  }
+  return 0;
+}
+
+enum class rearm_result { done, retry };
+
+// Sets timer `id` (on `clock`) again from its record, through the line now
+// in force: the first expiry after the namespace's time now (a periodic
+// timer's later ones at its interval), at the new rate. A timer the kernel
+// shows disarmed has fired (a one-shot) and is left alone; one that fires
+// while this runs is disarmed again and its expiry kept. `retry`: the
+// program armed it meanwhile, or was arming it.
+template <class Id>
+rearm_result rearm(Id id, armed_timer& r) noexcept {
+  const real_timer_functions& f = functions();
+  if (r.in_flight.load(std::memory_order_seq_cst) != 0) return rearm_result::retry;
+  const std::uint32_t arms = r.arms.load(std::memory_order_acquire);
+  const int armed_on = r.deadline_clock.load(std::memory_order_acquire);
+  if (armed_on == not_armed) return rearm_result::done;
+  const clockid_t on = armed_on - 1;
+  const int flags = r.flags.load(std::memory_order_relaxed);
+  const bool absolute = r.absolute.load(std::memory_order_relaxed);
+  std::int64_t deadline = r.deadline.load(std::memory_order_relaxed);
+  const std::int64_t interval = r.interval.load(std::memory_order_relaxed);
+  itimerspec now_set{};
+  int got = 0;
+  if constexpr (std::is_same_v<Id, int>) {
+    got = f.timerfd_gettime(id, &now_set);
+  } else {
+    got = f.timer_gettime(id, &now_set);
+  }
+  if (got != 0 || is_zero(now_set.it_value)) return rearm_result::done;
+  const std::int64_t now = virtual_now(on);
+  if (now >= deadline) {
+    if (interval <= 0) return rearm_result::done;  // due on the line it was armed with
+    const ns_int128 next =
+        deadline + (static_cast<ns_int128>(now - deadline) / interval + 1) * interval;
+    deadline = next > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(next);
+  }
+  itimerspec want{to_timespec(interval), {}};
+  const std::int64_t left = deadline - now;
+  want.it_value = to_timespec(absolute ? deadline : (left > 0 ? left : 1));
+  const itimerspec host = to_host(on, absolute, want);
+  std::uint64_t ticks = 0;
+  itimerspec before{};
+  if constexpr (std::is_same_v<Id, int>) {
+    ticks = pending_ticks(id);
+    if (f.timerfd_settime(id, flags, &host, &before) != 0) return rearm_result::done;
+  } else {
+    if (f.timer_settime(id, flags, &host, &before) != 0) return rearm_result::done;
+  }
+  if (is_zero(before.it_value) && interval <= 0) {
+    // It fired between the two calls: that expiry stands, this one goes.
+    const itimerspec off{};
+    if constexpr (std::is_same_v<Id, int>) {
+      f.timerfd_settime(id, 0, &off, nullptr);
+    } else {
+      f.timer_settime(id, 0, &off, nullptr);
+    }
+    ++ticks;
+  }
+  if constexpr (std::is_same_v<Id, int>) {
+    if (ticks > 0) ioctl(id, set_ticks_request, &ticks);
+  }
+  const bool untouched = r.arms.load(std::memory_order_acquire) == arms &&
+                         r.in_flight.load(std::memory_order_seq_cst) == 0;
+  return untouched ? rearm_result::done : rearm_result::retry;
+}
+
+// One pass over every timer armed in virtual time; false if one must be
+// tried again.
+bool rearm_every_timer() noexcept {
+  bool all_done = true;
+  for (int fd = 0; fd < max_tracked_fds; ++fd) {
+    armed_timer& r = timerfd_armed[fd];
+    if (r.deadline_clock.load(std::memory_order_acquire) == not_armed) continue;
+    all_done &= rearm(fd, r) == rearm_result::done;
+  }
+  for (timer_slot& slot : timer_slots) {
+    const std::uintptr_t key = slot.key.load(std::memory_order_acquire);
+    if (key == empty_slot || key == deleted_slot) continue;
+    if (slot.armed.deadline_clock.load(std::memory_order_acquire) == not_armed) continue;
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): the key is the timer_t plus one
+    const auto id = reinterpret_cast<timer_t>(key - 1);
+    all_done &= rearm(id, slot.armed) == rearm_result::done;
+  }
+  return all_done;
+}
+
+// The watcher's handler: a pass, and more while the program is arming a
+// timer itself (its call takes microseconds; 100 passes 1 ms apart).
+void rearm_after_change() {
+  for (int pass = 0; pass < 100 && !rearm_every_timer(); ++pass) {
+    const timespec ms{0, 1'000'000};
+    syscall(SYS_nanosleep, &ms, nullptr);  // not the shim's nanosleep: host time
+  }
+}
+
 }  // namespace
 }  // namespace vclock::shim
 
@@ -302,12 +501,15 @@ namespace s = vclock::shim;
 VCLOCK_SHIM_EXPORT int timerfd_create(clockid_t clock, int flags) {
   const int fd = s::functions().timerfd_create(clock, flags);
   if (fd >= 0) s::remember_timerfd(fd, clock);
+  if (fd >= 0 && s::joined() != nullptr && s::converts(clock)) {
+    s::start_timer_watcher(s::rearm_after_change);
+  }
   return fd;
 }
 
 VCLOCK_SHIM_EXPORT int timerfd_settime(int fd, int flags, const itimerspec* want, itimerspec* old) {
-  return s::settime(s::functions().timerfd_settime, s::timerfd_clock, fd, flags, TFD_TIMER_ABSTIME,
-                    want, old);
+  return s::settime(s::functions().timerfd_settime, s::timerfd_clock, s::timerfd_record, fd, flags,
+                    TFD_TIMER_ABSTIME, want, old);
 }
 
 VCLOCK_SHIM_EXPORT int timerfd_gettime(int fd, itimerspec* current) {
@@ -318,13 +520,16 @@ VCLOCK_SHIM_EXPORT int timerfd_gettime(int fd, itimerspec* current) {
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_create(clockid_t clock, sigevent* event, timer_t* id) {
   const int result = s::functions().timer_create(clock, event, id);
   if (result == 0 && id != nullptr) s::remember_timer(*id, clock);
+  if (result == 0 && s::joined() != nullptr && s::converts(clock)) {
+    s::start_timer_watcher(s::rearm_after_change);
+  }
   return result;
 }
 
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_settime(timer_t id, int flags, const itimerspec* want,
                                                  itimerspec* old) {
-  return s::settime(s::functions().timer_settime, s::timer_clock, id, flags, TIMER_ABSTIME, want,
-                    old);
+  return s::settime(s::functions().timer_settime, s::timer_clock, s::timer_record, id, flags,
+                    TIMER_ABSTIME, want, old);
 }
 
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_gettime(timer_t id, itimerspec* current) {

@@ -392,6 +392,60 @@ else
   fail "two processes differ by $gap ns (brackets $wa and $wb ns)"
 fi
 
+# Timers armed before a change are re-armed at it (the shim's watcher thread), each from what
+# the program asked: a relative one keeps its virtual time left, an absolute one its deadline,
+# a periodic one its interval in virtual time. Each case runs a timer_probe in a fresh named
+# namespace at rate 1 and makes the changes; without re-arming, each fires at the host time
+# computed at arming (noted per case).
+changed_timer_case() { # NAME LOW_HOST_MS HIGH_HOST_MS MIN_VIRTUAL_MS FIRED "PROBE ARGS" [DELAY SET-ARGS]...
+  local name=$1 lo=$2 hi=$3 vmin=$4 fired=$5 args=$6
+  shift 6
+  local ns
+  new_name "timers$((++timer_cases))" ns
+  "$vclock" ns create "$ns" || fail "ns create $ns"
+  # shellcheck disable=SC2086 # the probe's arguments, split on purpose
+  timeout 20 "$vclock" run --ns "$ns" -- "$timer_probe" $args >"$work/timer.out" 2>&1 &
+  local pid=$!
+  bg_pids+=("$pid")
+  while (($# >= 2)); do
+    sleep "$1"
+    # shellcheck disable=SC2086
+    "$vclock" ns set "$ns" $2 || fail "$name: ns set $2"
+    shift 2
+  done
+  wait "$pid"
+  local rc=$? out host_ms virtual_ms
+  out=$(cat "$work/timer.out")
+  host_ms=$(number "$out" host_ms)
+  virtual_ms=$(number "$out" virtual_ms)
+  if ((rc == 0)) && within "$host_ms" "$lo" "$hi" && ((virtual_ms >= vmin)) &&
+    [[ $(field "$out" fired) == "$fired" ]]; then
+    pass "$name: $host_ms host ms, $virtual_ms virtual ms"
+  else
+    fail "$name (exit $rc): $out"
+  fi
+  "$vclock" ns rm "$ns" >/dev/null 2>&1
+}
+timer_cases=0
+# 0.4 s at rate 1, then 2.6 virtual s at rate 10: 0.66 s (3 s unchanged).
+changed_timer_case "timerfd MONOTONIC 3 s relative, rate 10 after 0.4 s" 550 1600 3000 1 \
+  "timerfd monotonic rel 3000" 0.4 "--rate 10"
+# Frozen from 0.3 s to 1 s: the deadline 2 s away comes 0.7 s late, at 2.7 s (2 s unchanged).
+changed_timer_case "POSIX REALTIME absolute 2 s ahead, frozen 0.3-1 s" 2550 3600 2000 1 \
+  "posix realtime abs 2000" 0.3 "--frozen" 0.7 "--thaw"
+# Every 500 virtual ms: one expiry at rate 1, then rate 10 from 0.7 s: the other three by
+# 0.83 s (2 s unchanged).
+changed_timer_case "timerfd interval 500 ms x4, rate 10 after 0.7 s" 700 1700 2000 4 \
+  "interval 500 4" 0.7 "--rate 10"
+# A relative REALTIME timer runs on MONOTONIC, as the kernel's: a REALTIME offset change does
+# not move it (re-armed or not: it must not be moved by the re-arming either).
+changed_timer_case "timerfd REALTIME 1.5 s relative, REALTIME +1h after 0.4 s" 1400 2500 1500 1 \
+  "timerfd realtime rel 1500" 0.4 "--realtime +1h"
+# An absolute REALTIME deadline 1 h ahead is reached when REALTIME moves 1 h forward (never,
+# unchanged: the test would time out).
+changed_timer_case "timerfd REALTIME absolute 1 h ahead, REALTIME +1h after 0.4 s" 300 1500 0 1 \
+  "timerfd realtime abs 3600000" 0.4 "--realtime +1h"
+
 # Monotonic clocks never step back unless allowed; REALTIME may.
 out=$("$vclock" ns set "$live" --monotonic -1s 2>&1)
 rc=$?
