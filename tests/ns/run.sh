@@ -414,13 +414,14 @@ changed_timer_case() { # NAME LOW_HOST_MS HIGH_HOST_MS MIN_VIRTUAL_MS FIRED "PRO
     shift 2
   done
   wait "$pid"
-  local rc=$? out host_ms virtual_ms
+  local rc=$? out host_ms virtual_ms arms
   out=$(cat "$work/timer.out")
+  arms=$(sed -n 's/.*arms \([0-9]*\).*/\1/p' <<<"$out")
   host_ms=$(number "$out" host_ms)
   virtual_ms=$(number "$out" virtual_ms)
   if ((rc == 0)) && within "$host_ms" "$lo" "$hi" && ((virtual_ms >= vmin)) &&
     [[ $(field "$out" fired) == "$fired" ]]; then
-    pass "$name: $host_ms host ms, $virtual_ms virtual ms"
+    pass "$name: $host_ms host ms, $virtual_ms virtual ms${arms:+, $arms arms}"
   else
     fail "$name (exit $rc): $out"
   fi
@@ -445,6 +446,16 @@ changed_timer_case "timerfd REALTIME 1.5 s relative, REALTIME +1h after 0.4 s" 1
 # unchanged: the test would time out).
 changed_timer_case "timerfd REALTIME absolute 1 h ahead, REALTIME +1h after 0.4 s" 300 1500 0 1 \
   "timerfd realtime abs 3600000" 0.4 "--realtime +1h"
+
+# The program re-arms a timerfd as fast as it can for 1.2 s while the rate changes every 80 ms
+# (the watcher re-arming it too, retrying when the program was arming); then it arms 2 virtual
+# s at rate 1, and about 0.4 s later the rate becomes 10: 0.56 s if the watcher still follows
+# (2 s if not).
+changed_timer_case "timerfd re-armed for 1.2 s through 11 rate changes, then 2 s, rate 10 after ~0.4 s" \
+  250 1500 2000 1 "churn 1200 2000" \
+  0.1 "--rate 2" 0.08 "--rate 0.5" 0.08 "--rate 10" 0.08 "--rate 1" 0.08 "--rate 3" \
+  0.08 "--rate 1" 0.08 "--rate 0.7" 0.08 "--rate 5" 0.08 "--rate 1" 0.08 "--rate 2" \
+  0.08 "--rate 1" 0.55 "--rate 10"
 
 # Monotonic clocks never step back unless allowed; REALTIME may.
 out=$("$vclock" ns set "$live" --monotonic -1s 2>&1)

@@ -8,6 +8,13 @@
  *                                         until COUNT expirations
  *   timer_probe frozen MS HOST_MS         a MONOTONIC timerfd of MS ms;
  *                                         after HOST_MS host ms, fired?
+ *   timer_probe churn HOST_MS MS          re-arms a MONOTONIC timerfd (700 or
+ *                                         900 ms, relative) as fast as it can
+ *                                         for HOST_MS host ms (while the test
+ *                                         changes the namespace: the shim's
+ *                                         watcher re-arms it too); then arms
+ *                                         MS ms and waits for it. Adds
+ *                                         "arms N" to the line.
  * CLOCK: realtime, monotonic, boottime. One line of "name value" pairs:
  * host_ms, virtual_ms, left_ms (what *_gettime said right after arming),
  * interval_ms, fired. Exit 2 on a failed call. */
@@ -135,8 +142,30 @@ int main(int argc, char** argv) {
     report(host0, virtual0, CLOCK_MONOTONIC, &left, fired);
     return 0;
   }
+  if (argc == 4 && strcmp(argv[1], "churn") == 0) {
+    const int64_t churn_ns = atoll(argv[2]) * 1000000;
+    const int fd = timerfd_create(CLOCK_MONOTONIC, 0);
+    check(fd >= 0, "timerfd_create");
+    long arms = 0;
+    for (const int64_t start = host_ns(CLOCK_MONOTONIC);
+         host_ns(CLOCK_MONOTONIC) - start < churn_ns; ++arms) {
+      const int64_t ms = arms % 2 ? 700 : 900;
+      const struct itimerspec want = arming(CLOCK_MONOTONIC, 0, ms, 0);
+      check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
+    }
+    const int64_t host0 = host_ns(CLOCK_MONOTONIC), virtual0 = program_ns(CLOCK_MONOTONIC);
+    const struct itimerspec want = arming(CLOCK_MONOTONIC, 0, atoll(argv[3]), 0);
+    check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
+    struct itimerspec left;
+    check(timerfd_gettime(fd, &left) == 0, "timerfd_gettime");
+    uint64_t expirations = 0;
+    check(read(fd, &expirations, sizeof(expirations)) == sizeof(expirations), "read");
+    printf("arms %ld ", arms);
+    report(host0, virtual0, CLOCK_MONOTONIC, &left, (int)expirations);
+    return 0;
+  }
   fprintf(stderr,
           "usage: timer_probe timerfd|posix CLOCK rel|abs MS | interval MS COUNT | "
-          "frozen MS HOST_MS\n");
+          "frozen MS HOST_MS | churn HOST_MS MS\n");
   return 2;
 }
