@@ -169,8 +169,9 @@ TEST(NsMap, SaturatesInsteadOfWrapping) {
 // The shim's fast form (virtual_reader.h, finish_virtual) computes the
 // namespace's line around the host line's base, a timespec without a
 // division after the counter read: it must give exactly ns_map's value, in
-// both forms, for every rate, span (also before the anchor) and elapsed
-// time a host line can have, and decline only what it says it declines.
+// both forms, for every rate, span and elapsed time a host line can have,
+// and decline only what it says it declines (a base before the anchor at
+// a rate other than 1 among them, which virtual_ns() answers).
 TEST(VirtualRead, TheFastFormIsExactlyNsMap) {
   using detail::as_ns;
   using detail::as_timespec;
@@ -200,8 +201,10 @@ TEST(VirtualRead, TheFastFormIsExactlyNsMap) {
     const bool as_ns_answered = finish_virtual<as_ns>(a, rate, h, got);
     ASSERT_EQ(finish_virtual<as_timespec>(a, rate, h, ts), as_ns_answered) << "trial " << trial;
     if (!as_ns_answered) {
+      // Declined: a negative or saturating value, or (at a rate other
+      // than 1) a host base before the anchor.
       const std::int64_t at_base = ns_map(a, rate, h.base);
-      ASSERT_TRUE(at_base < 0 || want == INT64_MAX)
+      ASSERT_TRUE(at_base < 0 || want == INT64_MAX || (rate != rate_one_q32 && span < 0))
           << "declined a value the fast form covers, trial " << trial;
       continue;
     }
@@ -211,7 +214,7 @@ TEST(VirtualRead, TheFastFormIsExactlyNsMap) {
     ASSERT_EQ(ts.tv_nsec, want % s) << "trial " << trial;
     if (ns_map(a, rate, h.base) / s != want / s) ++carried_seconds;
   }
-  EXPECT_GT(answered, trials * 8 / 10);  // negative results are the only ones declined
+  EXPECT_GT(answered, trials * 7 / 10);  // negative results and spans before the anchor
   EXPECT_GT(carried_seconds, 1000);      // the carry into the seconds ran
 }
 

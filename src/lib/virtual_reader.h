@@ -113,7 +113,8 @@ struct as_host_parts {
 
 // The virtual time of host time base + elapsed on the piece (a, rate), as
 // `Out` (as_ns or as_timespec); false where the fast form does not apply
-// (a negative or saturating result: virtual_ns() answers those).
+// (a negative or saturating result, or at a rate other than 1 a host base
+// before the anchor: virtual_ns() answers those).
 //
 // Exactly ns_map(a, rate, base + elapsed): with W = (base - a.host_ns) *
 // rate, a Q32.32 number whose whole part is the virtual ns at `base` and
@@ -131,30 +132,32 @@ struct virtual_parts {
 
 [[gnu::always_inline]] inline virtual_parts virtual_at_base(ns_anchor a, std::uint64_t rate,
                                                             host_parts h) noexcept {
-  const ns_int128 w = (static_cast<ns_int128>(h.base) - a.host_ns) * static_cast<ns_int128>(rate);
-  const ns_int128 whole = (w >> 32) + a.virtual_ns;
-  if (whole > INT64_MAX || whole < 0) return {-1, 0};
+  // A host base before the anchor (a host line older than the piece, when
+  // two changes come within a host tick) is declined rather than computed
+  // signed: unsigned, the product is one multiply in few registers, which
+  // keeps the entry points' rate path 0.6-0.9 ns shorter (bench, 2-core
+  // AMD EPYC KVM, lfence;rdtsc).
+  const std::uint64_t span =
+      static_cast<std::uint64_t>(h.base) - static_cast<std::uint64_t>(a.host_ns);
+  if (span > INT64_MAX) return {-1, 0};
+  const ns_uint128 w = static_cast<ns_uint128>(span) * rate;
+  const auto whole = static_cast<std::uint64_t>(w >> 32);
+  std::int64_t at_base = 0;
+  if ((w >> 95) != 0 ||
+      __builtin_add_overflow(a.virtual_ns, static_cast<std::int64_t>(whole), &at_base)) {
+    return {-1, 0};
+  }
   const auto fraction = static_cast<std::uint64_t>(w) & 0xffffffffu;
-  return {static_cast<std::int64_t>(whole),
+  return {at_base,
           static_cast<std::uint64_t>(
               (static_cast<ns_uint128>(static_cast<std::uint64_t>(h.elapsed)) * rate + fraction) >>
               32)};
 }
 
+// The two parts added, as `Out`.
 template <class Out>
-[[gnu::always_inline]] inline bool finish_virtual(const ns_anchor& a, std::uint64_t rate,
-                                                  const host_parts& h,
-                                                  typename Out::result& out) noexcept {
-  std::int64_t at_base = 0;   // virtual ns at h.base, floored
-  std::uint64_t elapsed = 0;  // virtual ns from there, floored with the fraction
-  if (rate == rate_one_q32) [[likely]] {
-    if (__builtin_add_overflow(a.virtual_ns, h.base - a.host_ns, &at_base)) return false;
-    elapsed = static_cast<std::uint64_t>(h.elapsed);
-  } else {
-    const virtual_parts v = virtual_at_base(a, rate, h);
-    at_base = v.at_base;
-    elapsed = v.elapsed;
-  }
+[[gnu::always_inline]] inline bool finish_parts(std::int64_t at_base, std::uint64_t elapsed,
+                                                typename Out::result& out) noexcept {
   if (at_base < 0) [[unlikely]] {
     return false;  // before 1970 or before boot: the careful path's
   }
@@ -179,6 +182,20 @@ template <class Out>
     out.tv_nsec = static_cast<long>(nsec);
   }
   return true;
+}
+
+// At rate 1 (an add), or another (virtual_at_base()).
+template <class Out>
+[[gnu::always_inline]] inline bool finish_virtual(const ns_anchor& a, std::uint64_t rate,
+                                                  const host_parts& h,
+                                                  typename Out::result& out) noexcept {
+  if (rate == rate_one_q32) [[likely]] {
+    std::int64_t at_base = 0;
+    if (__builtin_add_overflow(a.virtual_ns, h.base - a.host_ns, &at_base)) return false;
+    return finish_parts<Out>(at_base, static_cast<std::uint64_t>(h.elapsed), out);
+  }
+  const virtual_parts v = virtual_at_base(a, rate, h);
+  return finish_parts<Out>(v.at_base, v.elapsed, out);
 }
 
 // The fine clocks but TAI, in a namespace: the host line's parts and the

@@ -34,8 +34,9 @@ template <clock_kind K, counter_ordering O>
 template <clock_kind K, counter_ordering O>
 [[gnu::noinline]] int rated_into(ns_anchor a, std::uint64_t rate, d::host_parts h,
                                  timespec* ts) noexcept {
+  const d::virtual_parts v = d::virtual_at_base(a, rate, h);
   timespec r;
-  if (!d::finish_virtual<d::as_timespec>(a, rate, h, r)) [[unlikely]] {
+  if (!d::finish_parts<d::as_timespec>(v.at_base, v.elapsed, r)) [[unlikely]] {
     return careful_into<K, O>(ts);
   }
   *ts = r;
