@@ -26,9 +26,17 @@ fi
 prefix="vclock-test-$$"
 names=()
 bg_pids=()
+# As root, `vclock ns create` makes /run/vclock/ns (and /run/vclock) when missing: the cleanup
+# removes what this test made, once empty, so that no later test finds a directory it did not
+# expect.
+made_dirs=()
+for d in /run/vclock/ns /run/vclock; do [[ -e $d ]] || made_dirs+=("$d"); done
 cleanup() {
   for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null; done
   for name in "${names[@]}"; do "$vclock" ns rm "$name" >/dev/null 2>&1; done
+  if [[ $(id -u) -eq 0 ]]; then
+    for d in "${made_dirs[@]}"; do rmdir "$d" 2>/dev/null; done
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
