@@ -347,7 +347,7 @@ timer_case "POSIX timer outside a namespace" 290 1200 300 200 300 1 -- \
 new_name live live
 "$vclock" ns create "$live" || fail "ns create $live"
 "$vclock" run --ns "$live" -- "$probe" watch 1500 >"$work/live.out" 2>&1 &
-bg_pids+=($!)
+bg_pids+=("$!")
 watcher=$!
 sleep 0.5
 "$vclock" ns set "$live" --rate 10 || fail "ns set --rate 10"
@@ -372,7 +372,7 @@ grep -q "^$live	" < <("$vclock" ns list) && pass "ns list names it" || fail "ns 
 t0=$(now_ns)
 timeout 20 "$vclock" run --ns "$live" -- sleep 0.5 &
 sleeper=$!
-bg_pids+=($sleeper)
+bg_pids+=("$sleeper")
 sleep 0.6
 "$vclock" ns set "$live" --thaw --rate 1 || fail "ns set --thaw"
 wait "$sleeper"
@@ -476,7 +476,7 @@ rc=$?
 # Removed while in use: the process keeps the last parameters.
 "$vclock" run --ns "$live" -- "$probe" watch 600 >"$work/rm.out" 2>&1 &
 watcher=$!
-bg_pids+=($watcher)
+bg_pids+=("$watcher")
 sleep 0.2
 "$vclock" ns rm "$live"
 wait "$watcher" && pass "ns rm while in use: $(cat "$work/rm.out" | cut -c1-60)..." ||
