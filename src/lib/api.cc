@@ -104,15 +104,6 @@ template <clock_kind K>
   return ts.tv_sec * std::int64_t{1'000'000'000} + ts.tv_nsec;
 }
 
-[[gnu::noinline]] int forward(clockid_t clock, timespec* ts) noexcept {
-  const int r = kernel::gettime(clock, ts);
-  if (r != 0) {
-    errno = -r;
-    return -1;
-  }
-  return 0;
-}
-
 // The clocks other than MONOTONIC, REALTIME and the coarse ones, and the
 // kernel's: out of line (a tail jump), so that their tests add nothing to
 // the common clocks' paths. Tests, not a switch: GCC orders a switch's
@@ -156,7 +147,7 @@ template <counter_ordering O>
   if (clock == CLOCK_MONOTONIC_RAW) return now_into<clock_kind::monotonic_raw, O>(ts);
   if (clock == CLOCK_BOOTTIME) return now_into<clock_kind::boottime, O>(ts);
   if (clock == CLOCK_TAI) return tai_timespec<O>(ts);
-  return forward(clock, ts);
+  return kernel::gettime_or_errno(clock, ts);
 }
 
 template <counter_ordering O>
@@ -196,11 +187,7 @@ template <counter_ordering O>
 // of line, so that the common call keeps no register across this call.
 template <counter_ordering O>
 [[gnu::cold, gnu::noinline]] int gettimeofday_with_tz(timeval* tv, void* tz) noexcept {
-  const int r = kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
-  if (r != 0) {
-    errno = -r;
-    return -1;
-  }
+  if (kernel::gettimeofday_or_errno(nullptr, static_cast<struct timezone*>(tz)) != 0) return -1;
   if (tv != nullptr) {
     to_timeval(now_timespec<clock_kind::realtime, O>(), tv);
   }

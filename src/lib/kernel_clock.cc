@@ -126,6 +126,22 @@ int gettimeofday(timeval* tv, struct timezone* tz) noexcept {
   return r;
 }
 
+namespace {
+int or_errno(int r) noexcept {
+  if (r == 0) return 0;
+  errno = -r;
+  return -1;
+}
+}  // namespace
+
+int gettime_or_errno(clockid_t clock, timespec* ts) noexcept {
+  return or_errno(gettime(clock, ts));
+}
+
+int gettimeofday_or_errno(timeval* tv, struct timezone* tz) noexcept {
+  return or_errno(gettimeofday(tv, tz));
+}
+
 std::int64_t now_ns(clockid_t clock) noexcept {
   timespec ts{};
   const int r = gettime(clock, &ts);

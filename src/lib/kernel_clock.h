@@ -3,7 +3,7 @@
 // the raw system call where there is no vDSO -- never through libc's
 // clock_gettime, which an LD_PRELOAD shim will point back at vclock.
 // Every function here is async-signal-safe and returns -errno, like the
-// vDSO itself; callers set errno.
+// vDSO itself (callers set errno), but the *_or_errno ones.
 #ifndef VCLOCK_SRC_LIB_KERNEL_CLOCK_H_
 #define VCLOCK_SRC_LIB_KERNEL_CLOCK_H_
 
@@ -20,6 +20,11 @@ int gettime(clockid_t clock, timespec* ts) noexcept;
 int getres(clockid_t clock, timespec* res) noexcept;
 // gettimeofday(2) without errno: 0 or -errno.
 int gettimeofday(timeval* tv, struct timezone* tz) noexcept;
+
+// The same two as libc's: 0, or -1 with errno set. For the entry points
+// that hand the kernel a call they do not serve.
+int gettime_or_errno(clockid_t clock, timespec* ts) noexcept;
+int gettimeofday_or_errno(timeval* tv, struct timezone* tz) noexcept;
 
 // The time of `clock` in ns; on failure, -errno (always in [-4095, -1]).
 // Only for clocks that cannot fail (the page's clocks).

@@ -12,7 +12,6 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,6 +28,7 @@
 #include "kernel_frame.h"
 #include "ns_join.h"
 #include "page_identity.h"
+#include "quiet_thread.h"
 #include "shared_page.h"
 #include "tick_loop.h"
 #include "trust.h"
@@ -126,25 +126,11 @@ void* thread_main(void*) {
 // constructor and the fork child handler.
 bool create_parked_thread() noexcept {
   run_state.store(parked, std::memory_order_release);
-  // The thread blocks every signal, so no handler ever runs on the writer
-  // in the middle of an update.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  pthread_t thread;
-  const int r = pthread_create(&thread, &attr, thread_main, nullptr);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (r != 0) {
+  if (!start_quiet_thread(thread_main, "vclock-tk")) {
     run_state.store(stopped, std::memory_order_release);
     the_timekeeper().disable(fallback_reason::timekeeper_failed);
     return false;
   }
-  pthread_setname_np(thread, "vclock-tk");
   return true;
 }
 

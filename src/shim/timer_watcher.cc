@@ -12,14 +12,12 @@
 #include "timer_watcher.h"
 
 #include <linux/futex.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstddef>
 
+#include "quiet_thread.h"
 #include "virtual_time.h"
 
 namespace vclock::shim {
@@ -54,21 +52,7 @@ void start_timer_watcher(void (*on_change)()) noexcept {
   if (running == self) return;
   if (!watcher_pid.compare_exchange_strong(running, self, std::memory_order_acq_rel)) return;
   change_handler.store(on_change, std::memory_order_release);
-  // Every signal blocked: the program's handlers never run on this thread.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, std::size_t{64} * 1024);
-  pthread_t thread;
-  const int r = pthread_create(&thread, &attr, watch_changes, nullptr);
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (r == 0) {
-    pthread_setname_np(thread, "vclock-timers");
-  } else {
+  if (!detail::start_quiet_thread(watch_changes, "vclock-timers")) {
     watcher_pid.store(0, std::memory_order_release);  // the next timer tries again
   }
 }

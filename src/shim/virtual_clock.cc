@@ -7,7 +7,6 @@
 // keep the careful path for everything else.
 #include "virtual_clock.h"
 
-#include <errno.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -83,12 +82,7 @@ template <counter_ordering O>
   // Clocks a namespace does not move (CPU time, and every id the kernel
   // knows and vclock does not): the kernel's.
   if (ts == nullptr) return static_cast<int>(syscall(SYS_clock_gettime, clock, nullptr));
-  const int r = kernel::gettime(clock, ts);
-  if (r != 0) {
-    errno = -r;
-    return -1;
-  }
-  return 0;
+  return kernel::gettime_or_errno(clock, ts);
 }
 
 // MONOTONIC first, then REALTIME, as the plain dispatch (api.cc).
@@ -104,19 +98,11 @@ int gettime(clockid_t clock, timespec* ts) noexcept {
   return gettime_other<O>(clock, ts);
 }
 
-// With a timezone, the kernel's (it owns the timezone): out of line, rare.
-[[gnu::cold, gnu::noinline]] int kernel_timezone(void* tz) noexcept {
-  const int r = kernel::gettimeofday(nullptr, static_cast<struct timezone*>(tz));
-  if (r != 0) {
-    errno = -r;
-    return -1;
-  }
-  return 0;
-}
-
 template <counter_ordering O>
 int gettimeofday(timeval* tv, void* tz) noexcept {
-  if (tz != nullptr && kernel_timezone(tz) != 0) [[unlikely]] {
+  // With a timezone, the kernel's (it owns the timezone): rare.
+  if (tz != nullptr &&
+      kernel::gettimeofday_or_errno(nullptr, static_cast<struct timezone*>(tz)) != 0) [[unlikely]] {
     return -1;
   }
   if (tv == nullptr) [[unlikely]] {

@@ -140,24 +140,30 @@ void remember_timerfd(int fd, clockid_t clock) noexcept {
   }
 }
 
-// The kernel shows a timerfd's clock in its fdinfo ("clockid: 1").
-int timerfd_clock_from_proc(int fd) noexcept {
+// A number the kernel shows in a timerfd's fdinfo, e.g. "clockid: 1" for
+// `format` "clockid: %llu"; false if absent.
+bool timerfd_info(int fd, const char* format, unsigned long long& value) noexcept {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
   const int f = open(path, O_RDONLY | O_CLOEXEC);
-  if (f < 0) return unknown_clock;
+  if (f < 0) return false;
   char text[512];
   const ssize_t n = read(f, text, sizeof(text) - 1);
   close(f);
-  if (n <= 0) return unknown_clock;
+  if (n <= 0) return false;
   text[n] = '\0';
-  int clock = unknown_clock;
   for (const char* line = text; line != nullptr && *line != '\0';) {
-    if (std::sscanf(line, "clockid: %d", &clock) == 1) return clock;
+    if (std::sscanf(line, format, &value) == 1) return true;
     const char* end = __builtin_strchr(line, '\n');
     line = end != nullptr ? end + 1 : nullptr;
   }
-  return unknown_clock;
+  return false;
+}
+
+int timerfd_clock_from_proc(int fd) noexcept {
+  unsigned long long clock = 0;
+  return timerfd_info(fd, "clockid: %llu", clock) && clock < 255 ? static_cast<int>(clock)
+                                                                 : unknown_clock;
 }
 
 int timerfd_clock(int fd) noexcept {
@@ -380,23 +386,10 @@ int gettime(int (*libc_fn)(Id, itimerspec*), int (*clock_of)(Id), Id id,
 // are put back (TFD_IOC_SET_TICKS of <linux/timerfd.h>, which clashes with
 // <sys/timerfd.h>; where the kernel lacks it, they are lost).
 constexpr unsigned long set_ticks_request = _IOW('T', 0, std::uint64_t);
+
 std::uint64_t pending_ticks(int fd) noexcept {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-  const int f = open(path, O_RDONLY | O_CLOEXEC);
-  if (f < 0) return 0;
-  char text[512];
-  const ssize_t n = read(f, text, sizeof(text) - 1);
-  close(f);
-  if (n <= 0) return 0;
-  text[n] = '\0';
   unsigned long long ticks = 0;
-  for (const char* line = text; line != nullptr && *line != '\0';) {
-    if (std::sscanf(line, "ticks: %llu", &ticks) == 1) return ticks;
-    const char* end = __builtin_strchr(line, '\n');
-    line = end != nullptr ? end + 1 : nullptr;
-  }
-  return 0;
+  return timerfd_info(fd, "ticks: %llu", ticks) ? ticks : 0;
 }
 
 enum class rearm_result { done, retry };
@@ -408,8 +401,8 @@ enum class rearm_result { done, retry };
 // while this runs is disarmed again and its expiry kept. `retry`: the
 // program armed it meanwhile, or was arming it.
 template <class Id>
-rearm_result rearm(Id id, armed_timer& r) noexcept {
-  const real_timer_functions& f = functions();
+rearm_result rearm(int (*libc_settime)(Id, int, const itimerspec*, itimerspec*),
+                   int (*libc_gettime)(Id, itimerspec*), Id id, armed_timer& r) noexcept {
   if (r.in_flight.load(std::memory_order_seq_cst) != 0) return rearm_result::retry;
   const std::uint32_t arms = r.arms.load(std::memory_order_acquire);
   const int armed_on = r.deadline_clock.load(std::memory_order_acquire);
@@ -420,13 +413,7 @@ rearm_result rearm(Id id, armed_timer& r) noexcept {
   std::int64_t deadline = r.deadline.load(std::memory_order_relaxed);
   const std::int64_t interval = r.interval.load(std::memory_order_relaxed);
   itimerspec now_set{};
-  int got = 0;
-  if constexpr (std::is_same_v<Id, int>) {
-    got = f.timerfd_gettime(id, &now_set);
-  } else {
-    got = f.timer_gettime(id, &now_set);
-  }
-  if (got != 0 || is_zero(now_set.it_value)) return rearm_result::done;
+  if (libc_gettime(id, &now_set) != 0 || is_zero(now_set.it_value)) return rearm_result::done;
   const std::int64_t now = virtual_now(on);
   if (now >= deadline) {
     if (interval <= 0) return rearm_result::done;  // due on the line it was armed with
@@ -438,25 +425,18 @@ rearm_result rearm(Id id, armed_timer& r) noexcept {
   const std::int64_t left = deadline - now;
   want.it_value = to_timespec(absolute ? deadline : (left > 0 ? left : 1));
   const itimerspec host = to_host(on, absolute, want);
+  constexpr bool is_timerfd = std::is_same_v<Id, int>;
   std::uint64_t ticks = 0;
+  if constexpr (is_timerfd) ticks = pending_ticks(id);
   itimerspec before{};
-  if constexpr (std::is_same_v<Id, int>) {
-    ticks = pending_ticks(id);
-    if (f.timerfd_settime(id, flags, &host, &before) != 0) return rearm_result::done;
-  } else {
-    if (f.timer_settime(id, flags, &host, &before) != 0) return rearm_result::done;
-  }
+  if (libc_settime(id, flags, &host, &before) != 0) return rearm_result::done;
   if (is_zero(before.it_value) && interval <= 0) {
     // It fired between the two calls: that expiry stands, this one goes.
     const itimerspec off{};
-    if constexpr (std::is_same_v<Id, int>) {
-      f.timerfd_settime(id, 0, &off, nullptr);
-    } else {
-      f.timer_settime(id, 0, &off, nullptr);
-    }
+    libc_settime(id, 0, &off, nullptr);
     ++ticks;
   }
-  if constexpr (std::is_same_v<Id, int>) {
+  if constexpr (is_timerfd) {
     if (ticks > 0) ioctl(id, set_ticks_request, &ticks);
   }
   const bool untouched = r.arms.load(std::memory_order_acquire) == arms &&
@@ -467,11 +447,12 @@ rearm_result rearm(Id id, armed_timer& r) noexcept {
 // One pass over every timer armed in virtual time; false if one must be
 // tried again.
 bool rearm_every_timer() noexcept {
+  const real_timer_functions& f = functions();
   bool all_done = true;
   for (int fd = 0; fd < max_tracked_fds; ++fd) {
     armed_timer& r = timerfd_armed[fd];
     if (r.deadline_clock.load(std::memory_order_acquire) == not_armed) continue;
-    all_done &= rearm(fd, r) == rearm_result::done;
+    all_done &= rearm(f.timerfd_settime, f.timerfd_gettime, fd, r) == rearm_result::done;
   }
   for (timer_slot& slot : timer_slots) {
     const std::uintptr_t key = slot.key.load(std::memory_order_acquire);
@@ -479,7 +460,7 @@ bool rearm_every_timer() noexcept {
     if (slot.armed.deadline_clock.load(std::memory_order_acquire) == not_armed) continue;
     // NOLINTNEXTLINE(performance-no-int-to-ptr): the key is the timer_t plus one
     const auto id = reinterpret_cast<timer_t>(key - 1);
-    all_done &= rearm(id, slot.armed) == rearm_result::done;
+    all_done &= rearm(f.timer_settime, f.timer_gettime, id, slot.armed) == rearm_result::done;
   }
   return all_done;
 }
