@@ -50,7 +50,9 @@ start_daemon() {
 field() { sed -n "s/^  \"$1\": \\(.*\\),\$/\\1/p" <<<"$out"; }
 
 # Measures with VCLOCK_PAGE=$1 and checks the figures; $2 is the source that must be in use.
-measure() {
+# Returns 3, having printed why, when a step was certainly late and nothing else failed; every
+# other failure ends the test.
+measure_once() {
   local page=$1 source=$2 rc
   out=$(VCLOCK_PAGE=$page "$vclock" track --steps --inject-steps 500 --seconds 2 --json \
         2>"$dir/track.err")
@@ -80,9 +82,27 @@ measure() {
   (( uncaught == 0 )) || fail "$source: $uncaught steps never caught up with"$'\n'"$out"
   # The lag is bracketed by samples; a busy machine that preempts the sampler around a step
   # leaves that step unresolved. None may be certainly late, and most must be certainly on time.
-  (( over == 0 )) || fail "$source: $over steps certainly caught up with 1 ms late"$'\n'"$out"
   (( within * 5 >= injected * 4 )) ||
     fail "$source: only $within of $injected steps certainly caught up within 1 ms"$'\n'"$out"
+  if (( over != 0 )); then
+    echo "$source: $over steps certainly caught up with 1 ms late"$'\n'"$out"
+    return 3
+  fi
+}
+
+# One run, and a second only when a step was certainly late in the first: the thread that
+# catches up (vclockd's or the in-process timekeeper) is an ordinary thread, and on this 2-vCPU
+# VM one wake-up in 80 has been seen to wait 2 ms for a CPU (CI of 35cc703: 2.18 ms, every
+# other step 11-38 us). A clock late in both runs fails; so does one that missed the wake-up
+# altogether (it would catch up at its next tick, up to 4 ms on: three steps in four late).
+measure() {
+  local rc=0
+  measure_once "$@" || rc=$?
+  (( rc == 3 )) || return 0
+  echo "$2: measuring again: one late wake-up is the machine's, late steps in two runs are ours"
+  rc=0
+  measure_once "$@" || rc=$?
+  (( rc == 0 )) || fail "$2: steps certainly late in two runs"
 }
 
 start_daemon
