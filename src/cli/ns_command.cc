@@ -15,6 +15,7 @@
 #include "args.h"
 #include "json.h"
 #include "lib/ns_join.h"
+#include "ns_control.h"
 #include "ns_store.h"
 #include "time_options.h"
 
@@ -35,17 +36,6 @@ void print_help() {
       "/run/vclock/ns, a user's in $XDG_RUNTIME_DIR/vclock/ns.\n\n"
       "time options:\n%s",
       time_options_help("ns set").c_str());
-}
-
-std::string path_of(const std::string& name) {
-  char path[512];
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  const std::string user =
-      runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/vclock/ns" : "";
-  if (!ns_path_of(name.c_str(), user.empty() ? nullptr : user.c_str(), path, sizeof(path))) {
-    return "";
-  }
-  return path;
 }
 
 std::string rate_text(std::uint64_t q32) {
@@ -144,6 +134,39 @@ int list(bool json) {
   return exit_ok;
 }
 
+ns_outcome print(const ns_outcome& o) {
+  if (!o.message.empty()) std::fprintf(stderr, "%s\n", o.message.c_str());
+  return o;
+}
+
+// create, set, rm. Root's namespaces go through the vclockd that serves
+// the system's directory, when one answers (ns_control.h), except a `set`
+// of a file root wrote itself, which the daemon's user may not write.
+int change(const ns_request& request) {
+  std::string path;
+  if (request.verb == "create") {
+    std::string error;
+    const std::string dir = own_ns_directory(error);
+    if (dir.empty()) return print({exit_failed, "vclock ns create: " + error}).status;
+    path = dir + "/" + request.name;
+  } else {
+    path = ns_file_of(request.name);
+  }
+  const std::string system = system_ns_directory();
+  const bool in_system_directory = !system.empty() && path.size() > system.size() &&
+                                   path.starts_with(system + "/") &&
+                                   path.find('/', system.size() + 1) == std::string::npos;
+  struct stat file {};
+  const bool root_wrote_it =
+      request.verb == "set" && stat(path.c_str(), &file) == 0 && file.st_uid == 0;
+  ns_outcome answer;
+  if (geteuid() == 0 && in_system_directory && !root_wrote_it &&
+      ask_vclockd(ns_control_socket(), request, answer)) {
+    return print(answer).status;
+  }
+  return print(apply_ns_request(request, path)).status;
+}
+
 }  // namespace
 
 int run_ns(std::span<char* const> args) {
@@ -160,6 +183,7 @@ int run_ns(std::span<char* const> args) {
   const std::string command = "ns " + std::string(sub);
   std::string name;
   time_options options;
+  std::vector<std::string> option_args;  // as given: a request to vclockd carries them
   bool json = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string_view a = args[i];
@@ -173,9 +197,14 @@ int run_ns(std::span<char* const> args) {
     }
     if (sub == "create" || sub == "set") {
       std::string error;
+      const std::size_t first = i;
       const int taken = take_time_option(command, args, i, options, error);
       if (taken < 0) return usage_error(command, error);
-      if (taken > 0) continue;
+      if (taken > 0) {
+        option_args.insert(option_args.end(), args.begin() + static_cast<std::ptrdiff_t>(first),
+                           args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        continue;
+      }
     }
     if (a.starts_with("-")) return usage_error(command, "unknown option '" + std::string(a) + "'");
     if (!name.empty() || sub == "list") {
@@ -202,42 +231,12 @@ int run_ns(std::span<char* const> args) {
                                     "' is not a namespace name (letters, digits, '.', '_', "
                                     "'-'; at most 63; not starting with '.')");
   }
-  std::string error;
-  if (sub == "create") {
-    if (name[0] == '/') return usage_error(command, "NAME is a name, not a path");
-    const std::string dir = own_ns_directory(error);
-    if (dir.empty() || !create_ns_file(dir + "/" + name, name, options, error)) {
-      std::fprintf(stderr, "vclock ns create: %s\n", error.c_str());
-      return exit_failed;
-    }
-    return exit_ok;
-  }
-  const std::string path = path_of(name);
-  if (sub == "show") return show(path, json);
-  if (sub == "rm") {
-    if (unlink(path.c_str()) != 0) {
-      std::fprintf(stderr, "vclock ns rm: %s: %s\n", path.c_str(),
-                   errno == ENOENT ? "no such namespace" : std::strerror(errno));
-      return exit_failed;
-    }
-    return exit_ok;
-  }
-  // set
-  if (!options.changes_clocks()) {
+  if (sub == "create" && name[0] == '/') return usage_error(command, "NAME is a name, not a path");
+  if (sub == "set" && !options.changes_clocks()) {
     return usage_error(command, "nothing to change (see vclock ns --help)");
   }
-  std::int64_t late_ns = 0;
-  if (!change_ns_file(path, options, late_ns, error)) {
-    std::fprintf(stderr, "vclock ns set: %s\n", error.c_str());
-    return exit_failed;
-  }
-  if (late_ns > 0) {
-    std::fprintf(stderr,
-                 "vclock ns set: published %.3f ms after its switch point (this process was "
-                 "preempted): readers may have seen a step that long\n",
-                 static_cast<double>(late_ns) / 1e6);
-  }
-  return exit_ok;
+  if (sub == "show") return show(ns_file_of(name), json);
+  return change(ns_request{std::string(sub), name, option_args});
 }
 
 }  // namespace vclock::cli

@@ -175,8 +175,30 @@ host_times kernel_host_times() {
   return t;
 }
 
+std::string system_ns_directory() {
+  char directory[512];
+  return vclock::system_ns_directory(directory, sizeof(directory)) ? directory : "";
+}
+
+std::string ns_file_of(const std::string& spec) {
+  char path[1024];
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string user =
+      runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/vclock/ns" : "";
+  const std::string system = system_ns_directory();
+  if (system.empty() || !ns_path_of(spec.c_str(), user.empty() ? nullptr : user.c_str(),
+                                    system.c_str(), path, sizeof(path))) {
+    return "";
+  }
+  return path;
+}
+
 std::string own_ns_directory(std::string& error) {
-  if (geteuid() == 0) return system_ns_directory;
+  if (geteuid() == 0) {
+    std::string system = system_ns_directory();
+    if (system.empty()) error = "VCLOCK_PAGE is too long";
+    return system;
+  }
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
   if (runtime == nullptr || runtime[0] != '/') {
     error = "XDG_RUNTIME_DIR is not set: nowhere to keep this user's namespaces";
@@ -191,7 +213,8 @@ std::vector<std::string> ns_directories() {
   if (runtime != nullptr && runtime[0] == '/' && geteuid() != 0) {
     dirs.push_back(std::string(runtime) + "/vclock/ns");
   }
-  dirs.emplace_back(system_ns_directory);
+  std::string system = system_ns_directory();
+  if (!system.empty()) dirs.push_back(std::move(system));
   return dirs;
 }
 

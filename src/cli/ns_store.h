@@ -44,7 +44,14 @@ std::int64_t virtual_time(const ns_params& p, ns_family family, std::int64_t hos
 // The kernel's clocks now, one per family.
 host_times kernel_host_times();
 
-// Where this user's namespaces live: /run/vclock/ns for root,
+// The system's namespace directory: `ns` beside the host page
+// (/run/vclock/ns, or next to VCLOCK_PAGE's file); "" if too long.
+std::string system_ns_directory();
+// The file of namespace `spec` (a name or an absolute path): the user's
+// directory if it holds the name, else the system's; "" if `spec` is
+// neither a name nor an absolute path.
+std::string ns_file_of(const std::string& spec);
+// Where this user's namespaces live: the system's directory for root,
 // $XDG_RUNTIME_DIR/vclock/ns otherwise ("" with `error` if unset).
 std::string own_ns_directory(std::string& error);
 // The directories `vclock ns list` and name lookups search, in order.

@@ -135,16 +135,11 @@ bool make_anonymous_namespace(const time_options& options, const host_times& fra
 // A named namespace must exist and be one this user may join: said now, in
 // one line, rather than found out by the command's clocks.
 bool check_named_namespace(const std::string& name, std::string& path, std::string& error) {
-  char resolved[512];
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  const std::string user =
-      runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/vclock/ns" : "";
-  if (!ns_path_of(name.c_str(), user.empty() ? nullptr : user.c_str(), resolved,
-                  sizeof(resolved))) {
+  path = ns_file_of(name);
+  if (path.empty()) {
     error = "'" + name + "' is neither a namespace name nor an absolute path";
     return false;
   }
-  path = resolved;
   alignas(4096) static ns_page probe;
   const ns_join_result r = join_ns_page(path.c_str(), &probe);
   if (r.refusal != ns_refusal::none) {
@@ -294,6 +289,11 @@ int run_run(std::span<char* const> args) {
   if (!options.ns.empty()) {
     std::string error;
     if (!check_named_namespace(options.ns, ns_path, error)) return usage_error("run", error);
+  } else if (const char* inherited = std::getenv(ns_env);
+             inherited != nullptr && valid_ns_name(inherited) && !vclock_options.changes_clocks()) {
+    // A name in VCLOCK_NS is looked up beside the host page: pinned to
+    // its file now, before VCLOCK_PAGE may name a private daemon's page.
+    ns_path = ns_file_of(inherited);
   }
 
   std::string why;

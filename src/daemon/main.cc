@@ -29,6 +29,7 @@
 #include "kernel_clock.h"
 #include "kernel_frame.h"
 #include "notify.h"
+#include "ns_service.h"
 #include "page_file.h"
 #include "page_identity.h"
 #include "tick_loop.h"
@@ -212,6 +213,23 @@ int run(const options& o) {
       !wp.reinitialised.empty() ? ("rewritten: " + wp.reinitialised).c_str()
       : wp.created              ? "created"
                                 : "continuing the existing page");
+  // Root's named namespaces, beside the page; a private daemon (vclock
+  // run's) keeps none: its directory goes when it stops.
+  if (o.exit_with_pid == 0 && !o.remove_on_exit) {
+    const std::size_t slash = o.page.rfind('/');
+    const std::string directory = slash == std::string::npos ? "."
+                                  : slash == 0               ? "/"
+                                                             : o.page.substr(0, slash);
+    const auto say = [](const std::string& line) { log("%s", line.c_str()); };
+    if (start_ns_service(directory == "/" ? "" : directory, say, error)) {
+      log("keeping root's named namespaces in %s/ns (vclock ns asks on %s/ns.sock)",
+          directory == "/" ? "" : directory.c_str(), directory == "/" ? "" : directory.c_str());
+    } else {
+      log("not keeping root's named namespaces (%s): root's vclock ns writes them itself",
+          error.c_str());
+    }
+  }
+  // After the namespace thread started: it stays at normal priority.
   if (o.realtime) try_realtime_scheduling();
 
   // In a kernel time namespace: publish the initial namespace's time. A
@@ -279,6 +297,7 @@ int run(const options& o) {
   } else {
     log("page turned off");
   }
+  stop_ns_service();
   if (o.remove_on_exit) remove_page_and_directory(o.page);
   return 0;
 }

@@ -3,13 +3,31 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 
+#include "shared_page.h"
+
 namespace vclock {
+namespace {
+
+// stat(2) of the directory that holds `path` (an absolute path).
+bool stat_directory_of(const char* path, struct stat& out) noexcept {
+  char directory[4096];
+  const char* slash = std::strrchr(path, '/');
+  if (slash == nullptr) return false;
+  const std::size_t n = slash == path ? 1 : static_cast<std::size_t>(slash - path);
+  if (n >= sizeof(directory)) return false;
+  std::memcpy(directory, path, n);
+  directory[n] = '\0';
+  return stat(directory, &out) == 0;
+}
+
+}  // namespace
 
 const char* ns_refusal_text(ns_refusal r) noexcept {
   switch (r) {
@@ -26,7 +44,9 @@ const char* ns_refusal_text(ns_refusal r) noexcept {
     case ns_refusal::loose_mode:
       return "namespace is writable by group or others";
     case ns_refusal::foreign_owner:
-      return "namespace is owned by neither root nor this user";
+      return "namespace is owned by neither root, this user, nor its directory's owner";
+    case ns_refusal::loose_directory:
+      return "namespace's directory is writable by group or others";
     case ns_refusal::wrong_size:
       return "namespace file has the wrong size";
     case ns_refusal::read_failed:
@@ -55,8 +75,17 @@ bool valid_ns_name(const char* name) noexcept {
   return true;
 }
 
-bool ns_path_of(const char* spec, const char* user_directory, char* out,
-                std::size_t size) noexcept {
+bool system_ns_directory(char* out, std::size_t size) noexcept {
+  const auto fits = [size](int n) { return n > 0 && static_cast<std::size_t>(n) < size; };
+  const char* page = secure_getenv(page_env);
+  const char* slash = page != nullptr && page[0] == '/' ? std::strrchr(page, '/') : nullptr;
+  if (slash == nullptr) return fits(std::snprintf(out, size, "%s", default_system_ns_directory));
+  // "/page" is in the root directory: "/ns", not "//ns".
+  return fits(std::snprintf(out, size, "%.*s/ns", static_cast<int>(slash - page), page));
+}
+
+bool ns_path_of(const char* spec, const char* user_directory, const char* system_directory,
+                char* out, std::size_t size) noexcept {
   const auto fits = [size](int n) { return n > 0 && static_cast<std::size_t>(n) < size; };
   if (spec[0] == '/') return fits(std::snprintf(out, size, "%s", spec));
   if (!valid_ns_name(spec)) return false;
@@ -65,13 +94,19 @@ bool ns_path_of(const char* spec, const char* user_directory, char* out,
     struct stat st {};
     if (lstat(out, &st) == 0) return true;
   }
-  return fits(std::snprintf(out, size, "%s/%s", system_ns_directory, spec));
+  return fits(std::snprintf(out, size, "%s/%s", system_directory, spec));
 }
 
-ns_refusal check_ns_file(const struct stat& file, uid_t euid) noexcept {
+ns_refusal check_ns_file(const struct stat& file, const struct stat& directory,
+                         uid_t euid) noexcept {
   if (!S_ISREG(file.st_mode)) return ns_refusal::not_regular;
   if ((file.st_mode & (S_IWGRP | S_IWOTH)) != 0) return ns_refusal::loose_mode;
-  if (file.st_uid != 0 && file.st_uid != euid) return ns_refusal::foreign_owner;
+  if (file.st_uid != 0 && file.st_uid != euid) {
+    // The host page's rule: its directory's owner publishes it (vclockd's
+    // user), if nobody else could have put it there.
+    if (file.st_uid != directory.st_uid) return ns_refusal::foreign_owner;
+    if ((directory.st_mode & (S_IWGRP | S_IWOTH)) != 0) return ns_refusal::loose_directory;
+  }
   if (file.st_size != static_cast<off_t>(ns_page_bytes)) return ns_refusal::wrong_size;
   return ns_refusal::none;
 }
@@ -109,7 +144,10 @@ ns_join_result join_ns_page(const char* path, ns_page* where) noexcept {
     return result;
   }
   struct stat file {};
-  ns_refusal r = fstat(fd, &file) == 0 ? check_ns_file(file, geteuid()) : ns_refusal::open_failed;
+  struct stat directory {};
+  ns_refusal r = fstat(fd, &file) == 0 && stat_directory_of(path, directory)
+                     ? check_ns_file(file, directory, geteuid())
+                     : ns_refusal::open_failed;
   if (r == ns_refusal::none) {
     alignas(ns_header) unsigned char header[sizeof(ns_header)];
     const ssize_t n = pread(fd, header, sizeof(header), 0);

@@ -234,7 +234,10 @@ void join_namespace_from_environment() noexcept {
   const bool have_user = runtime_dir != nullptr && runtime_dir[0] == '/' &&
                          std::snprintf(user_directory, sizeof(user_directory), "%s/vclock/ns",
                                        runtime_dir) < static_cast<int>(sizeof(user_directory));
-  if (!ns_path_of(spec, have_user ? user_directory : nullptr, ns_file, sizeof(ns_file))) {
+  char system_directory[256];
+  if (!system_ns_directory(system_directory, sizeof(system_directory)) ||
+      !ns_path_of(spec, have_user ? user_directory : nullptr, system_directory, ns_file,
+                  sizeof(ns_file))) {
     ns_outcome.refusal = ns_refusal::bad_name;
     std::snprintf(ns_file, sizeof(ns_file), "%s", spec);
     return;

@@ -2,7 +2,7 @@
 # Virtual time, end to end: `vclock run` TIME OPTIONS and `vclock ns` on real programs (the
 # probe, coreutils, python3), through the shim. Every figure is checked against the host's
 # clocks read outside the namespace (the raw system call, or this script's own `date`).
-#   usage: run.sh VCLOCK SHIM NS_PROBE TIMER_PROBE
+#   usage: run.sh VCLOCK SHIM NS_PROBE TIMER_PROBE VCLOCKD
 # Exit 0 all passed, 1 a case failed, 77 skipped (no python3 is not a skip: its cases are).
 set -uo pipefail
 
@@ -10,6 +10,9 @@ vclock=$1
 shim=$2
 probe=$3
 timer_probe=$4
+vclockd=$5
+# shellcheck source=../support/daemon.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon.sh"
 export VCLOCK_SHIM=$shim
 unset VCLOCK_NS LD_PRELOAD
 
@@ -66,6 +69,19 @@ number() {
 }
 # within VALUE LOW HIGH (integers)
 within() { (($1 >= $2 && $1 <= $3)); }
+# expect EXIT PATTERN LABEL CMD...: CMD exits EXIT with one line matching PATTERN.
+expect() {
+  local want=$1 pattern=$2 label=$3
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if ((rc == want)) && grep -q -- "$pattern" <<<"$out" && (($(wc -l <<<"$out") == 1)); then
+    pass "$label: exit $rc: $out"
+  else
+    fail "$label: exit $rc (want $want): $out"
+  fi
+}
 new_name() { # VAR: a fresh namespace name, removed at exit
   local n="$prefix-$1"
   names+=("$n")
@@ -482,19 +498,113 @@ sleep 0.2
 wait "$watcher" && pass "ns rm while in use: $(cat "$work/rm.out" | cut -c1-60)..." ||
   fail "ns rm while in use: $(cat "$work/rm.out")"
 
-# --- Bad input: one line, exit 2 (1 for a failed change), never a wrong time ----------------
-expect() { # EXIT PATTERN LABEL CMD...
-  local want=$1 pattern=$2 label=$3
-  shift 3
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if ((rc == want)) && grep -q -- "$pattern" <<<"$out" && (($(wc -l <<<"$out") == 1)); then
-    pass "$label: exit $rc: $out"
-  else
-    fail "$label: exit $rc (want $want): $out"
+# A name in VCLOCK_NS is found where it was when `vclock run` started, also when the command then
+# gets a private vclockd (no daemon serves this machine) and VCLOCK_PAGE names that one's page.
+new_name inherited inherited
+"$vclock" ns create "$inherited" --monotonic +1h || fail "ns create $inherited"
+out=$(VCLOCK_NS=$inherited "$vclock" run -- "$vclock" status 2>&1)
+if grep -q "^ns  *[^ ]*/$inherited (virtual time" <<<"$out"; then
+  pass "VCLOCK_NS=NAME vclock run: joined $(awk '/^ns / { print $2 }' <<<"$out")"
+else
+  fail "VCLOCK_NS=NAME vclock run: $(grep -E '^(ns|page|source)' <<<"$out")"
+fi
+
+# --- Root's namespaces kept by vclockd -------------------------------------------------------
+# A vclockd of the test's own on $work/daemon, run as nobody as systemd runs it as `vclock`:
+# root's `vclock ns` (VCLOCK_PAGE names that daemon's page; the namespaces are beside it) asks it
+# over ns.sock, the files are the daemon user's, and readers accept them (their directory's
+# owner). Stopped by its pid.
+daemon_case() {
+  local dir=$work/daemon nobody=65534 pid name=$prefix-kept mine=$prefix-mine out rc
+  mkdir -m 755 "$dir" && chown "$nobody:$nobody" "$dir" || { fail "vclockd: mkdir $dir"; return; }
+  setpriv --reuid="$nobody" --regid="$nobody" --clear-groups env -u NOTIFY_SOCKET \
+    "$vclockd" --page "$dir/page" --realtime off 2>"$work/vclockd.log" &
+  pid=$!
+  bg_pids+=("$pid")
+  if ! wait_attached "$vclock" "$dir/page" || [[ ! -S $dir/ns.sock ]]; then
+    fail "vclockd as nobody: no page or no ns.sock in 10 s: $(cat "$work/vclockd.log")"
+    stop_pid "$pid"
+    return
   fi
+  local -x VCLOCK_PAGE=$dir/page
+  "$vclock" ns create "$name" --realtime +1d
+  rc=$?
+  local owner
+  owner=$(stat -c %u "$dir/ns/$name" 2>/dev/null)
+  if ((rc == 0)) && [[ $owner == "$nobody" ]] &&
+    grep -q "namespace $name: create --realtime +1d (pid [0-9]*): done" "$work/vclockd.log"; then
+    pass "vclockd keeps root's namespaces: ns create written by the daemon, owned by uid $owner"
+  else
+    fail "ns create through vclockd: exit $rc, owner '$owner': $(cat "$work/vclockd.log")"
+  fi
+  out=$("$vclock" run --ns "$name" -- "$probe" now)
+  local d_real
+  d_real=$(difference "$out" virtual_realtime "$out" host_realtime)
+  out=$(VCLOCK_NS=$name "$vclock" status)
+  if within "$d_real" $((86400 * s - s)) $((86400 * s + s)) &&
+    grep -q "^ns  *$dir/ns/$name (virtual time" <<<"$out"; then
+    pass "a reader joins the daemon's namespace (REALTIME +$((d_real / s)) s; VCLOCK_NS=NAME beside VCLOCK_PAGE)"
+  else
+    fail "reader of the daemon's namespace: REALTIME $d_real ns; $(grep -E '^(ns|page)' <<<"$out")"
+  fi
+  "$vclock" ns set "$name" --rate 2
+  rc=$?
+  if ((rc == 0)) && grep -q '"rate": 2,' < <("$vclock" ns show "$name" --json) &&
+    grep -q "namespace $name: set --rate 2 (pid [0-9]*): done" "$work/vclockd.log"; then
+    pass "ns set through vclockd: rate 2"
+  else
+    fail "ns set through vclockd: exit $rc: $(tail -3 "$work/vclockd.log")"
+  fi
+  expect 2 'nothing to change' "set nothing (vclockd)" "$vclock" ns set "$name"
+  expect 1 'exists' "create twice (vclockd)" "$vclock" ns create "$name"
+  # A file root wrote itself (before the daemon kept the directory) is root's: root changes it.
+  VCLOCK_PAGE=$work/elsewhere/page "$vclock" ns create "$mine" &&
+    cp -p "$work/elsewhere/ns/$mine" "$dir/ns/$mine" &&
+    "$vclock" ns set "$mine" --rate 3 &&
+    grep -q '"rate": 3,' < <("$vclock" ns show "$mine" --json) &&
+    ! grep -q "namespace $mine" "$work/vclockd.log" &&
+    pass "ns set of a namespace root wrote itself: root writes it, not the daemon" ||
+    fail "ns set of root's own file beside vclockd's: $(tail -2 "$work/vclockd.log")"
+  # Raw requests (perl: the system's, which nobody may run): the daemon checks who asks and
+  # what, whatever the CLI would have sent. '|' stands for NUL both ways.
+  local ask='use Socket;
+socket(my $s, AF_UNIX, SOCK_SEQPACKET, 0) or die "socket: $!\n";
+connect($s, pack_sockaddr_un($ARGV[0])) or die "connect: $!\n";
+(my $request = $ARGV[1]) =~ tr/|/\0/;
+send($s, $request, 0) or die "send: $!\n";
+defined(recv($s, my $answer, 8192, 0)) or die "recv: $!\n";
+$answer =~ tr/\0/|/;
+print "$answer\n";'
+  out=$(setpriv --reuid="$nobody" --regid="$nobody" --clear-groups \
+    perl -e "$ask" "$dir/ns.sock" "vclock-ns/1|rm|$name|" 2>&1)
+  [[ $out == "1|vclock ns: vclockd changes root's namespaces for root only" && -e $dir/ns/$name ]] &&
+    pass "vclockd refuses a request from uid $nobody (SO_PEERCRED): $out" ||
+    fail "request from uid $nobody: $out"
+  out=$(perl -e "$ask" "$dir/ns.sock" "vclock-ns/1|rm|../page|" 2>&1)
+  [[ $out == "2|vclock: ns rm: '../page' is not a namespace name" && -e $dir/page ]] &&
+    pass "vclockd takes a name, never a path: $out" || fail "path in a request: $out"
+  out=$(perl -e "$ask" "$dir/ns.sock" "junk" 2>&1)
+  [[ $out == 2\|*malformed* ]] && pass "vclockd answers a malformed request: $out" ||
+    fail "malformed request: $out"
+  "$vclock" ns rm "$name" && [[ ! -e $dir/ns/$name ]] &&
+    grep -q "namespace $name: rm (pid [0-9]*): done" "$work/vclockd.log" &&
+    pass "ns rm through vclockd" || fail "ns rm through vclockd: $(tail -2 "$work/vclockd.log")"
+  stop_pid "$pid"
+  [[ ! -e $dir/ns.sock ]] && pass "vclockd stopped: ns.sock removed" ||
+    fail "ns.sock left behind by a stopped vclockd"
+  # No daemon answering: root's CLI writes (and removes) the files itself.
+  "$vclock" ns create "$name" && [[ $(stat -c %u "$dir/ns/$name") == 0 ]] &&
+    "$vclock" ns rm "$mine" && "$vclock" ns rm "$name" &&
+    pass "no vclockd answering: root's ns create and rm write the files themselves" ||
+    fail "ns without a daemon: $(ls -ln "$dir/ns")"
 }
+if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null; then
+  daemon_case
+else
+  echo "SKIP  root's namespaces kept by vclockd: needs root (and setpriv) to run vclockd as another user"
+fi
+
+# --- Bad input: one line, exit 2 (1 for a failed change), never a wrong time ----------------
 expect 2 'out of range' "rate 0" "$vclock" run --rate 0 -- true
 expect 2 'not a rate' "rate nan" "$vclock" run --rate nan -- true
 expect 2 'unknown unit' "duration 1x" "$vclock" run --realtime 1x -- true
