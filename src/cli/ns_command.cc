@@ -33,7 +33,8 @@ void print_help() {
       "       vclock ns rm NAME\n\n"
       "Named virtual-time namespaces: a process joins one with VCLOCK_NS=NAME or\n"
       "'vclock run --ns NAME'; 'set' reaches running processes at once. Root's live in\n"
-      "/run/vclock/ns, a user's in $XDG_RUNTIME_DIR/vclock/ns.\n\n"
+      "ns/ beside the host page (/run/vclock/ns), kept by vclockd when it runs; a user's in\n"
+      "$XDG_RUNTIME_DIR/vclock/ns.\n\n"
       "time options:\n%s",
       time_options_help("ns set").c_str());
 }
