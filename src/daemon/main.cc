@@ -191,6 +191,31 @@ int usage(const std::string& message) {
   return cli::exit_usage;
 }
 
+// Root's named namespaces, beside the page (ns_service.h). A private
+// daemon (vclock run's) keeps none: its directory goes when it stops. Nor
+// does one in a kernel time namespace that moves the clocks: it would write
+// their lines in its namespace's terms, which are not its readers'.
+void keep_root_namespaces(const options& o, const detail::kernel_frame& frame) {
+  if (o.exit_with_pid != 0 || o.remove_on_exit) return;
+  if (frame.offsets_clocks()) {
+    log("not keeping root's named namespaces (this daemon's clocks are offset by its time "
+        "namespace): root's vclock ns writes them itself");
+    return;
+  }
+  const std::size_t slash = o.page.rfind('/');
+  // "" for a page in "/": the namespaces are then /ns.
+  const std::string directory = slash == std::string::npos ? "." : o.page.substr(0, slash);
+  const auto say = [](const std::string& line) { log("%s", line.c_str()); };
+  std::string error;
+  if (start_ns_service(directory, say, error)) {
+    log("keeping root's named namespaces in %s/ns (vclock ns asks on %s/ns.sock)",
+        directory.c_str(), directory.c_str());
+  } else {
+    log("not keeping root's named namespaces (%s): root's vclock ns writes them itself",
+        error.c_str());
+  }
+}
+
 int run(const options& o) {
   int pidfd = -1;
   if (o.exit_with_pid != 0) {
@@ -213,24 +238,6 @@ int run(const options& o) {
       !wp.reinitialised.empty() ? ("rewritten: " + wp.reinitialised).c_str()
       : wp.created              ? "created"
                                 : "continuing the existing page");
-  // Root's named namespaces, beside the page; a private daemon (vclock
-  // run's) keeps none: its directory goes when it stops.
-  if (o.exit_with_pid == 0 && !o.remove_on_exit) {
-    const std::size_t slash = o.page.rfind('/');
-    const std::string directory = slash == std::string::npos ? "."
-                                  : slash == 0               ? "/"
-                                                             : o.page.substr(0, slash);
-    const auto say = [](const std::string& line) { log("%s", line.c_str()); };
-    if (start_ns_service(directory == "/" ? "" : directory, say, error)) {
-      log("keeping root's named namespaces in %s/ns (vclock ns asks on %s/ns.sock)",
-          directory == "/" ? "" : directory.c_str(), directory == "/" ? "" : directory.c_str());
-    } else {
-      log("not keeping root's named namespaces (%s): root's vclock ns writes them itself",
-          error.c_str());
-    }
-  }
-  // After the namespace thread started: it stays at normal priority.
-  if (o.realtime) try_realtime_scheduling();
 
   // In a kernel time namespace: publish the initial namespace's time. A
   // daemon that cannot tell its namespace's offsets (started between an
@@ -247,6 +254,9 @@ int run(const options& o) {
         static_cast<long long>(frame.offsets.monotonic_ns),
         static_cast<long long>(frame.offsets.boottime_ns));
   }
+  keep_root_namespaces(o, frame);
+  // After the namespace thread started: it stays at normal priority.
+  if (o.realtime) try_realtime_scheduling();
   daemon_sources sources(*wp.p, frame.offsets);
   if (o.bound_source.starts_with("fake:")) sources.use_fake_bound(o.bound_source.substr(5));
   if (o.chrony_port != 0) sources.use_chrony_bound(static_cast<std::uint16_t>(o.chrony_port));

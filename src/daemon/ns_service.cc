@@ -97,7 +97,9 @@ void serve_forever() {
 // `path` is a directory that this process's user owns and only it may
 // write, made (0755) if missing: where readers accept its files.
 bool own_directory(const std::string& path, std::string& error) {
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (mkdir(path.c_str(), 0755) == 0) {
+    chmod(path.c_str(), 0755);  // whatever the umask: every reader must enter it
+  } else if (errno != EEXIST) {
     error = errno_text("cannot create " + path);
     return false;
   }
