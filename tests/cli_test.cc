@@ -229,6 +229,7 @@ cli_result run_cli(const std::vector<std::string>& args) {
   std::vector<std::string> argv_storage = {VCLOCK_CLI_PATH};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_storage.size() + 1);
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t pid = fork();
@@ -345,6 +346,7 @@ parsed parse_args(std::vector<std::string> args) {
   parser.add_real("--s", "S", 0.5, 10, &p.s, "a number");
   parser.add_choice("--c", {"a", "b"}, &p.c, "a choice");
   std::vector<char*> argv;
+  argv.reserve(args.size());
   for (std::string& a : args) argv.push_back(a.data());
   p.ok = parser.parse(argv);
   p.error = parser.error();

@@ -345,6 +345,7 @@ TEST(FirstCallChild, ManyThreads) {
   std::atomic<bool> go{false};
   std::atomic<int> failures{0};
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       ready.fetch_add(1);

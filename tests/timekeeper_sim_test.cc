@@ -199,7 +199,7 @@ class histogram {
     const auto m = static_cast<std::int64_t>(i % 64);
     return ((64 + m + 1) << (e - 6)) - 1;
   }
-  std::vector<std::uint64_t> counts_ = std::vector<std::uint64_t>(exact + 52 * 64);
+  std::vector<std::uint64_t> counts_ = std::vector<std::uint64_t>(exact + std::size_t{52} * 64);
   std::uint64_t n_ = 0;
   std::int64_t max_ = 0;
 };
@@ -234,7 +234,7 @@ class driver {
  public:
   driver(const scenario& s, run_config rc)
       : s_(s),
-        rc_(std::move(rc)),
+        rc_(rc),
         page_(std::make_unique<page>()),
         world_(s.counter, s.kernel, s.noise, s.events, s.seed),
         tk_(*page_, world_, rc_.tk),
@@ -314,7 +314,7 @@ class driver {
                 real.max, raw.p50, raw.p99, raw.max, stats(clock_kind::monotonic).max_abs,
                 stats(clock_kind::realtime).max_abs, static_cast<double>(mcoarse.max) / 1e6, reads,
                 mid_update_reads_, mid_update_max_lag_, fallbacks, publishes_, resyncs_,
-                faults_.size(), world_.preemptions(), wall_s_);
+                faults_.size(), world_.preemptions(), wall_s);
     std::fflush(stdout);
     const std::string prefix = std::string(rc_.label) + "_";
     ::testing::Test::RecordProperty(prefix + "mono_p99_ns", std::to_string(mono.p99));
@@ -348,7 +348,7 @@ class driver {
     }
   }
 
-  double wall_s_ = 0;
+  double wall_s = 0;
 
  private:
   kind_stats& stats(clock_kind k) { return stats_[static_cast<std::size_t>(k)]; }
@@ -411,7 +411,8 @@ class driver {
       }
       if (sets_clock(e.kind) || is_counter_fault(e.kind)) {
         // Read every clock right after the event, before the notification.
-        for (int i = 0; i < kind_count; ++i) bursts_.push_back({at + 1000 + 500 * i, kinds[i]});
+        for (int i = 0; i < kind_count; ++i)
+          bursts_.push_back({at + 1000 + std::int64_t{500} * i, kinds[i]});
         std::sort(bursts_.begin(), bursts_.end());
       }
     }
@@ -422,7 +423,7 @@ class driver {
       if (sets_clock(e.kind) || is_counter_fault(e.kind)) {
         pre_burst_for_ = next;
         for (int i = 0; i < kind_count; ++i) {
-          const std::int64_t at = e.at_ns - 4000 + 500 * i;
+          const std::int64_t at = e.at_ns - 4000 + std::int64_t{500} * i;
           if (at > world_.now()) bursts_.push_back({at, kinds[i]});
         }
         std::sort(bursts_.begin(), bursts_.end());
@@ -478,8 +479,8 @@ class driver {
     // 1 ms in which the page may still show the old offsets.
     const std::int64_t now = world_.now();
     for (int i = 0; i < kind_count; ++i) {
-      bursts_.push_back({now + 1000 + 500 * i, kinds[i]});
-      bursts_.push_back({exempt_until_ + 1000 + 500 * i, kinds[i]});
+      bursts_.push_back({now + 1000 + std::int64_t{500} * i, kinds[i]});
+      bursts_.push_back({exempt_until_ + 1000 + std::int64_t{500} * i, kinds[i]});
     }
     std::sort(bursts_.begin(), bursts_.end());
   }
@@ -671,9 +672,9 @@ class driver {
     }
     std::int64_t epoch = 0;
     if (is_real) {
-      epoch = world_.realtime_epoch() * 1'000'003 + realtime_key_;
+      epoch = world_.realtime_epoch() * std::int64_t{1'000'003} + realtime_key_;
     } else if (k == clock_kind::tai) {
-      epoch = world_.tai_epoch() * 1'000'003 + tai_key_;
+      epoch = world_.tai_epoch() * std::int64_t{1'000'003} + tai_key_;
     }
     // A counter that jumps back by less than the time since the last update
     // looks to a reader like time passing slower: it cannot see it, and
@@ -805,7 +806,7 @@ void run_scenario(const scenario& s) {
     const auto t0 = std::chrono::steady_clock::now();
     driver d(s, rc);
     d.run();
-    d.wall_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    d.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     d.report_and_check();
   }
 }

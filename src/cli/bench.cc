@@ -106,6 +106,7 @@ std::uint64_t iterations_for(const contender& c, double trial_ns) {
 std::vector<hot_row> measure_hot(const std::vector<contender>& cs, const bench_plan& plan) {
   const double trial_ns = plan.trial_ms * 1e6;
   std::vector<std::uint64_t> iterations;
+  iterations.reserve(cs.size());
   for (const contender& c : cs) {
     iterations.push_back(iterations_for(c, trial_ns));
   }
@@ -130,6 +131,7 @@ std::vector<hot_row> measure_hot(const std::vector<contender>& cs, const bench_p
 std::vector<tick_row> measure_cold(const std::vector<contender>& cs, std::size_t samples,
                                    const flush_set& flush) {
   std::vector<tick_row> rows;
+  rows.reserve(cs.size());
   for (const contender& c : cs) {
     rows.push_back({&c, std::vector<std::uint32_t>(samples)});
   }
@@ -148,6 +150,7 @@ std::vector<tick_row> measure_cold(const std::vector<contender>& cs, std::size_t
 std::vector<tick_row> measure_tails(const std::vector<contender>& cs, std::size_t calls) {
   constexpr std::size_t block = 4096;
   std::vector<tick_row> rows;
+  rows.reserve(cs.size());
   for (const contender& c : cs) {
     rows.push_back({&c, std::vector<std::uint32_t>(calls)});
   }
@@ -173,6 +176,7 @@ std::vector<double> run_threads(const contender& c, std::uint64_t iterations, in
                            std::numeric_limits<double>::infinity());
   std::barrier sync(threads);
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
   for (int i = 0; i < threads; ++i) {
     pool.emplace_back([&, i] {
       const auto me = static_cast<std::size_t>(i);

@@ -72,7 +72,7 @@ std::string find_shim(const std::string& requested, std::string& why) {
     if (!is_readable_file(c)) continue;
     char resolved[PATH_MAX];
     if (realpath(c.c_str(), resolved) == nullptr) continue;
-    const std::string path = resolved;
+    std::string path = resolved;
     if (path.find_first_of(" :\t\n") != std::string::npos) {
       why = "the shim's path '" + path + "' has a space or ':' (LD_PRELOAD cannot hold it)";
       return "";

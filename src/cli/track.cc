@@ -125,7 +125,8 @@ int run_track(std::span<char* const> args) {
   std::int64_t inject_us = 0;
   bool json = false;
   option_parser parser("track");
-  parser.add_int("seconds", "S", 1, 7 * 86400, &seconds, "how long to track (default 10)");
+  parser.add_int("seconds", "S", 1, std::int64_t{7} * 86400, &seconds,
+                 "how long to track (default 10)");
   parser.add_int("interval", "S", 1, 3600, &interval_s, "seconds per printed row (default 1)");
   parser.add_string("csv", "FILE", &csv_path, "also write every interval's figures as CSV");
   parser.add_flag(
@@ -186,7 +187,7 @@ int run_track(std::span<char* const> args) {
     }
     for (int c = 0; c < clock_count; ++c) {
       const summary s = summarise(window[c]);
-      const auto t_end = static_cast<long long>(t + interval_s);
+      const long long t_end = t + interval_s;  // for %lld
       std::printf(
           "%4lld s  %-13s n=%-6zu mean %6lld  p50 %5lld  p99 %6lld  max %7lld  (bracket %lld)\n",
           t_end, clocks[c].name, s.count, static_cast<long long>(s.mean),

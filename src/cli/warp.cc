@@ -230,6 +230,7 @@ template <class Body>
 void run_threads(const run_config& cfg, std::atomic<bool>& stop, Body body) {
   std::barrier start(cfg.threads + 1);
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(cfg.threads));
   for (int i = 0; i < cfg.threads; ++i) {
     pool.emplace_back([&, i] {
       if (!cfg.cpus.empty()) {

@@ -782,7 +782,7 @@ void timekeeper::write_bound(const clock_line& l) noexcept {
     return;
   }
   const auto ppb = static_cast<std::uint64_t>(std::max<std::int64_t>(bound_.drift_ppb, 0)) +
-                   static_cast<std::uint64_t>(config_.max_correction * 1e9 + 0.5);
+                   static_cast<std::uint64_t>(std::llround(config_.max_correction * 1e9));
   const std::int64_t age = std::max<std::int64_t>(l.mono_ns - bound_read_mono_ns_, 0);
   const std::int64_t deviation =
       std::max(detail::load_relaxed(page_.lead_ns), detail::load_relaxed(page_.lag_ns));

@@ -14,4 +14,6 @@
 void operator delete(void*) noexcept { __builtin_trap(); }
 void operator delete(void*, std::size_t) noexcept { __builtin_trap(); }
 
+// The C++ ABI's name, which the compiler's vtables call.
+// NOLINTNEXTLINE(bugprone-reserved-identifier,readability-identifier-naming)
 extern "C" void __cxa_pure_virtual() { __builtin_trap(); }
