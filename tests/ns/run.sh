@@ -518,7 +518,7 @@ daemon_case() {
   local dir=$work/daemon nobody=65534 pid name=$prefix-kept mine=$prefix-mine out rc
   # A copy nobody can run: the build tree may be in a directory only root can enter.
   mkdir -m 755 "$dir" "$work/bin" && chown "$nobody:$nobody" "$dir" &&
-    cp "$vclockd" "$work/bin/vclockd" && chmod 755 "$work/bin/vclockd" ||
+    cp "$vclockd" "$vclock" "$work/bin/" && chmod 755 "$work/bin/vclockd" "$work/bin/vclock" ||
     { fail "vclockd: mkdir $dir"; return; }
   setpriv --reuid="$nobody" --regid="$nobody" --clear-groups env -u NOTIFY_SOCKET \
     "$work/bin/vclockd" --page "$dir/page" --realtime off 2>"$work/vclockd.log" &
@@ -550,6 +550,11 @@ daemon_case() {
   else
     fail "reader of the daemon's namespace: REALTIME $d_real ns; $(grep -E '^(ns|page)' <<<"$out")"
   fi
+  # Any user's process joins it: a third uid, neither root nor the daemon's.
+  out=$(VCLOCK_NS=$name setpriv --reuid=65533 --regid=65533 --clear-groups "$work/bin/vclock" status)
+  grep -q "^ns  *$dir/ns/$name (virtual time" <<<"$out" &&
+    pass "uid 65533 joins root's namespace kept by vclockd (owned by its directory's owner)" ||
+    fail "uid 65533 and the daemon's namespace: $(grep -E '^(ns|page|source)' <<<"$out")"
   "$vclock" ns set "$name" --rate 2
   rc=$?
   if ((rc == 0)) && grep -q '"rate": 2,' < <("$vclock" ns show "$name" --json) &&
