@@ -6,12 +6,17 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <utility>
 
 #include "cli/ns_store.h"
 #include "lib/ns_join.h"
@@ -80,6 +85,104 @@ TEST(NsControl, NoDaemonListeningMeansWriteItYourself) {
 }
 
 // A directory of its own for one namespace file, removed at the end.
+// A stand-in for vclockd on a socket in a directory of its own: it takes
+// one connection and answers it with `answer` (nothing: closes it; "hang":
+// reads the request and keeps the connection, unanswered, until the end).
+class fake_daemon {
+ public:
+  explicit fake_daemon(std::string answer) : answer_(std::move(answer)) {
+    char tmpl[] = "/tmp/vclock-fake-vclockd-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return;
+    dir_ = tmpl;
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof(address.sun_path), "%s/ns.sock", tmpl);
+    listening_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (bind(listening_, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
+        listen(listening_, 1) != 0) {
+      return;
+    }
+    path_ = address.sun_path;
+    server_ = std::thread([this] { serve(); });
+  }
+  ~fake_daemon() {
+    if (server_.joinable()) server_.join();
+    if (listening_ >= 0) close(listening_);
+    if (!path_.empty()) unlink(path_.c_str());
+    if (!dir_.empty()) rmdir(dir_.c_str());
+  }
+  fake_daemon(const fake_daemon&) = delete;
+  fake_daemon& operator=(const fake_daemon&) = delete;
+  const std::string& path() const { return path_; }
+  // What it was sent: waits for its thread to finish the exchange first.
+  const std::string& request() {
+    if (server_.joinable()) server_.join();
+    return request_;
+  }
+
+ private:
+  void serve() {
+    const int fd = accept4(listening_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    char bytes[ns_message_max + 1];
+    const ssize_t n = recv(fd, bytes, sizeof(bytes), 0);
+    if (n > 0) request_.assign(bytes, static_cast<std::size_t>(n));
+    if (answer_ == "hang") {
+      // Until the asker gives up and closes its end.
+      while (recv(fd, bytes, sizeof(bytes), 0) > 0) {
+      }
+    } else if (!answer_.empty()) {
+      send(fd, answer_.data(), answer_.size(), MSG_NOSIGNAL);
+    }
+    close(fd);
+  }
+
+  std::string answer_;
+  std::string dir_, path_, request_;
+  int listening_ = -1;
+  std::thread server_;
+};
+
+TEST(NsControl, TheAskerSaysWhatTheDaemonAnsweredOrDidNot) {
+  const ns_request r{"set", "demo", {"--rate", "2"}};
+  {
+    fake_daemon d(encode_ns_outcome({1, "vclock ns set: demo: no such namespace"}));
+    ASSERT_FALSE(d.path().empty());
+    ns_outcome o;
+    ASSERT_TRUE(ask_vclockd(d.path(), r, o));
+    EXPECT_EQ(o.status, 1);
+    EXPECT_EQ(o.message, "vclock ns set: demo: no such namespace");
+    ns_request seen;
+    std::string error;
+    ASSERT_TRUE(decode_ns_request(d.request(), seen, error)) << error;
+    EXPECT_EQ(seen.options, r.options);
+  }
+  {
+    fake_daemon d("");  // closes without a word
+    ns_outcome o;
+    ASSERT_TRUE(ask_vclockd(d.path(), r, o));
+    EXPECT_EQ(o.status, 1);
+    EXPECT_NE(o.message.find("gave no well-formed answer"), std::string::npos) << o.message;
+  }
+  {
+    fake_daemon d("999\0nonsense"s);
+    ns_outcome o;
+    ASSERT_TRUE(ask_vclockd(d.path(), r, o));
+    EXPECT_EQ(o.status, 1);
+    EXPECT_NE(o.message.find("gave no well-formed answer"), std::string::npos) << o.message;
+  }
+  {
+    // A stopped daemon: the asker waits, then says so, and does not write
+    // the file in its stead.
+    fake_daemon d("hang");
+    ns_outcome o;
+    ASSERT_TRUE(ask_vclockd(d.path(), r, o, 200));
+    EXPECT_EQ(o.status, 1);
+    EXPECT_NE(o.message.find("did not answer within 0.2 s"), std::string::npos) << o.message;
+    EXPECT_NE(o.message.find("'vclock ns show demo' tells"), std::string::npos) << o.message;
+  }
+}
+
 class scratch_namespace {
  public:
   scratch_namespace() {

@@ -20,10 +20,6 @@ namespace vclock::cli {
 namespace {
 
 constexpr std::string_view request_tag = "vclock-ns/1";
-// A change waits for the previous one's switch point and then its own
-// (about 10 ms each); vclockd serves one request at a time.
-constexpr int answer_timeout_s = 10;
-
 // The NUL-ended fields of `bytes`; false if the last one is not ended.
 bool split_fields(std::string_view bytes, std::vector<std::string_view>& fields) {
   fields.clear();
@@ -161,7 +157,8 @@ ns_outcome apply_ns_request(const ns_request& r, const std::string& path) {
   return {};
 }
 
-bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome& out) {
+bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome& out,
+                 int timeout_ms) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) return false;
@@ -180,7 +177,7 @@ bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome
     out = usage_outcome(command, error);
     return true;
   }
-  const timeval timeout{answer_timeout_s, 0};
+  const timeval timeout{timeout_ms / 1000, static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   char answer[ns_message_max + 1];
@@ -195,10 +192,16 @@ bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome
   const int exchange_error = errno;
   close(fd);
   const std::string daemon = "vclockd (" + socket_path + ")";
-  if (n < 0) {
-    out = failed_outcome(
-        command, daemon + " did not answer: " +
-                     (exchange_error == EAGAIN ? "timed out" : std::strerror(exchange_error)));
+  if (n < 0 && exchange_error == EAGAIN) {
+    // Not done here instead: a relative offset applied twice would be wrong.
+    char waited[32];
+    std::snprintf(waited, sizeof(waited), "%.3g s", timeout_ms / 1000.0);
+    out = failed_outcome(command, daemon + " did not answer within " + waited +
+                                      " (stopped or hung?); it may still carry the request "
+                                      "out: 'vclock ns show " +
+                                      r.name + "' tells");
+  } else if (n < 0) {
+    out = failed_outcome(command, daemon + " did not answer: " + std::strerror(exchange_error));
   } else if (n == 0 || static_cast<std::size_t>(n) > ns_message_max ||
              !decode_ns_outcome(std::string_view(answer, static_cast<std::size_t>(n)), out)) {
     out = failed_outcome(command, daemon + " gave no well-formed answer");

@@ -54,11 +54,18 @@ bool decode_ns_outcome(std::string_view bytes, ns_outcome& out);
 // a usage error, status 2); the name is not checked here.
 ns_outcome apply_ns_request(const ns_request& r, const std::string& path);
 
+// A change waits for the previous one's switch point and then its own
+// (about 10 ms each); vclockd serves one request at a time.
+inline constexpr int answer_timeout_ms = 10'000;
+
 // Sends `r` to the daemon listening on `socket_path` and waits for its
-// answer. False when no daemon is there (no socket, nobody listening, not
-// permitted): the caller then writes the file itself. True with `out` set
-// otherwise; an exchange that fails midway is an outcome too (status 1).
-bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome& out);
+// answer, `timeout_ms` at most. False when no daemon is there (no socket,
+// nobody listening, not permitted): the caller then writes the file
+// itself. True with `out` set otherwise; an exchange that fails midway is
+// an outcome too (status 1), and a daemon that does not answer in time is
+// not stood in for: it may still carry the request out.
+bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome& out,
+                 int timeout_ms = answer_timeout_ms);
 
 }  // namespace vclock::cli
 
