@@ -153,10 +153,8 @@ int change(const ns_request& request) {
   } else {
     path = ns_file_of(request.name);
   }
-  const std::string system = system_ns_directory();
-  const bool in_system_directory = !system.empty() && path.size() > system.size() &&
-                                   path.starts_with(system + "/") &&
-                                   path.find('/', system.size() + 1) == std::string::npos;
+  const bool in_system_directory =
+      request.name[0] != '/' && path == system_ns_directory() + "/" + request.name;
   struct stat file {};
   const bool root_wrote_it =
       request.verb == "set" && stat(path.c_str(), &file) == 0 && file.st_uid == 0;

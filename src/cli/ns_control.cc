@@ -49,6 +49,14 @@ std::string ns_control_socket() {
   return directory.substr(0, slash) + "/ns.sock";
 }
 
+bool ns_socket_address(const std::string& path, sockaddr_un& out) {
+  out = sockaddr_un{};
+  out.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(out.sun_path)) return false;
+  std::memcpy(out.sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
 std::string encode_ns_request(const ns_request& r, std::string& error) {
   std::string bytes;
   const auto add = [&bytes](std::string_view field) { bytes.append(field).push_back('\0'); };
@@ -160,9 +168,7 @@ ns_outcome apply_ns_request(const ns_request& r, const std::string& path) {
 bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome& out,
                  int timeout_ms) {
   sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (socket_path.empty() || socket_path.size() >= sizeof(address.sun_path)) return false;
-  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  if (!ns_socket_address(socket_path, address)) return false;
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {

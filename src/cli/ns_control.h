@@ -18,6 +18,8 @@
 #ifndef VCLOCK_SRC_CLI_NS_CONTROL_H_
 #define VCLOCK_SRC_CLI_NS_CONTROL_H_
 
+#include <sys/un.h>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -41,6 +43,9 @@ struct ns_outcome {
 // The daemon's socket: `ns.sock` beside the host page (VCLOCK_PAGE's file,
 // else /run/vclock/page); "" if the path does not fit.
 std::string ns_control_socket();
+// The address of the socket at `path`, for connect(2) and bind(2); false
+// if the path is empty or too long for one.
+bool ns_socket_address(const std::string& path, sockaddr_un& out);
 
 // Empty (with `error`) when the request does not fit in one message.
 std::string encode_ns_request(const ns_request& r, std::string& error);

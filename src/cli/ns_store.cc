@@ -180,11 +180,19 @@ std::string system_ns_directory() {
   return vclock::system_ns_directory(directory, sizeof(directory)) ? directory : "";
 }
 
+namespace {
+
+// $XDG_RUNTIME_DIR/vclock/ns; "" when the variable is unset or relative.
+std::string user_ns_directory() {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  return runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/vclock/ns" : "";
+}
+
+}  // namespace
+
 std::string ns_file_of(const std::string& spec) {
   char path[1024];
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  const std::string user =
-      runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/vclock/ns" : "";
+  const std::string user = user_ns_directory();
   const std::string system = system_ns_directory();
   if (system.empty() || !ns_path_of(spec.c_str(), user.empty() ? nullptr : user.c_str(),
                                     system.c_str(), path, sizeof(path))) {
@@ -194,25 +202,18 @@ std::string ns_file_of(const std::string& spec) {
 }
 
 std::string own_ns_directory(std::string& error) {
-  if (geteuid() == 0) {
-    std::string system = system_ns_directory();
-    if (system.empty()) error = "VCLOCK_PAGE is too long";
-    return system;
+  std::string dir = geteuid() == 0 ? system_ns_directory() : user_ns_directory();
+  if (dir.empty()) {
+    error = geteuid() == 0 ? "VCLOCK_PAGE is too long"
+                           : "XDG_RUNTIME_DIR is not set: nowhere to keep this user's namespaces";
   }
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  if (runtime == nullptr || runtime[0] != '/') {
-    error = "XDG_RUNTIME_DIR is not set: nowhere to keep this user's namespaces";
-    return "";
-  }
-  return std::string(runtime) + "/vclock/ns";
+  return dir;
 }
 
 std::vector<std::string> ns_directories() {
   std::vector<std::string> dirs;
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  if (runtime != nullptr && runtime[0] == '/' && geteuid() != 0) {
-    dirs.push_back(std::string(runtime) + "/vclock/ns");
-  }
+  std::string user = user_ns_directory();
+  if (!user.empty() && geteuid() != 0) dirs.push_back(std::move(user));
   std::string system = system_ns_directory();
   if (!system.empty()) dirs.push_back(std::move(system));
   return dirs;

@@ -127,12 +127,10 @@ bool start_ns_service(const std::string& page_directory, log_function log, std::
   if (!own_directory(ns_directory, error)) return false;
   const std::string path = page_directory + "/ns.sock";
   sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(address.sun_path)) {
+  if (!cli::ns_socket_address(path, address)) {
     error = path + ": too long for a socket's name";
     return false;
   }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     error = errno_text("socket");

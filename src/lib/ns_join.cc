@@ -15,16 +15,10 @@
 namespace vclock {
 namespace {
 
-// stat(2) of the directory that holds `path` (an absolute path).
+// stat(2) of the directory that holds `path`.
 bool stat_directory_of(const char* path, struct stat& out) noexcept {
   char directory[4096];
-  const char* slash = std::strrchr(path, '/');
-  if (slash == nullptr) return false;
-  const std::size_t n = slash == path ? 1 : static_cast<std::size_t>(slash - path);
-  if (n >= sizeof(directory)) return false;
-  std::memcpy(directory, path, n);
-  directory[n] = '\0';
-  return stat(directory, &out) == 0;
+  return directory_of(path, directory, sizeof(directory)) && stat(directory, &out) == 0;
 }
 
 }  // namespace

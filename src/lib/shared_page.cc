@@ -16,24 +16,6 @@ namespace {
 
 constexpr mode_t group_or_other_write = S_IWGRP | S_IWOTH;
 
-// The directory part of `path` into `out` ("." for a bare name). False if it
-// does not fit.
-bool directory_of(const char* path, char* out, std::size_t size) noexcept {
-  const char* slash = std::strrchr(path, '/');
-  if (slash == nullptr) {
-    if (size < 2) return false;
-    out[0] = '.';
-    out[1] = '\0';
-    return true;
-  }
-  std::size_t n = static_cast<std::size_t>(slash - path);
-  if (n == 0) n = 1;  // "/page": the root directory
-  if (n + 1 > size) return false;
-  std::memcpy(out, path, n);
-  out[n] = '\0';
-  return true;
-}
-
 // Skips blanks; reads a signed decimal integer. False if there is none.
 bool read_long(const char*& p, const char* end, long long& value) noexcept {
   while (p < end && (*p == ' ' || *p == '\t')) ++p;
@@ -97,6 +79,22 @@ const char* page_refusal_text(page_refusal r) noexcept {
       return "page cannot be mapped";
   }
   return "unknown";
+}
+
+bool directory_of(const char* path, char* out, std::size_t size) noexcept {
+  const char* slash = std::strrchr(path, '/');
+  if (slash == nullptr) {
+    if (size < 2) return false;
+    out[0] = '.';
+    out[1] = '\0';
+    return true;
+  }
+  std::size_t n = static_cast<std::size_t>(slash - path);
+  if (n == 0) n = 1;  // "/page": the root directory
+  if (n + 1 > size) return false;
+  std::memcpy(out, path, n);
+  out[n] = '\0';
+  return true;
 }
 
 page_refusal check_page_file(const struct stat& file, const struct stat& directory) noexcept {

@@ -57,6 +57,10 @@ enum class page_refusal : std::uint32_t {
 // A short phrase for `vclock status` ("page is writable by group or others").
 const char* page_refusal_text(page_refusal r) noexcept;
 
+// The directory part of `path` into `out` ("." for a bare name, "/" for
+// "/page"). False if it does not fit.
+bool directory_of(const char* path, char* out, std::size_t size) noexcept;
+
 // The file checks, on fstat() of the open file and stat() of its directory.
 page_refusal check_page_file(const struct stat& file, const struct stat& directory) noexcept;
 
