@@ -11,14 +11,14 @@
 
 #include <cstdint>
 
-#include "entry_points.h"
-#include "kernel_clock.h"
-#include "ordering.h"
-#include "runtime.h"
+#include "lib/entry_points.h"
+#include "lib/kernel_clock.h"
+#include "lib/ordering.h"
+#include "lib/runtime.h"
+#include "lib/virtual_reader.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
-#include "virtual_reader.h"
 
 namespace vclock::detail {
 namespace {

@@ -7,9 +7,9 @@
 #include <climits>
 #include <cstdint>
 
-#include "kernel_clock.h"
-#include "ordering.h"
-#include "runtime.h"
+#include "lib/kernel_clock.h"
+#include "lib/ordering.h"
+#include "lib/runtime.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/bounded_reader.h"
 #include "vclock/detail/reader.h"

@@ -3,9 +3,9 @@
 #ifndef VCLOCK_SRC_LIB_RUNTIME_H_
 #define VCLOCK_SRC_LIB_RUNTIME_H_
 
-#include "ns_join.h"
-#include "shared_page.h"
-#include "timekeeper.h"
+#include "lib/shared_page.h"
+#include "lib/timekeeper.h"
+#include "lib/timens_join.h"
 #include "vclock/page.h"
 
 namespace vclock::detail {

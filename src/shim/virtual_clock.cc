@@ -5,16 +5,16 @@
 // ordered read waits for. These go to the host page directly, with the
 // namespace's line applied around its fast path (virtual_reader.h), and
 // keep the careful path for everything else.
-#include "virtual_clock.h"
+#include "shim/virtual_clock.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdint>
 
-#include "entry_points.h"
-#include "kernel_clock.h"
-#include "virtual_reader.h"
+#include "lib/entry_points.h"
+#include "lib/kernel_clock.h"
+#include "lib/virtual_reader.h"
 
 namespace vclock::shim {
 namespace {

@@ -1,5 +1,5 @@
 // Namespace requests: the message format, carrying one out, asking vclockd.
-#include "ns_control.h"
+#include "timens/control.h"
 
 #include <errno.h>
 #include <sys/socket.h>
@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "args.h"
-#include "ns_store.h"
-#include "time_options.h"
+#include "timens/store.h"
+#include "timens/time_options.h"
+#include "tool/args.h"
 
 namespace vclock::cli {
 namespace {

@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <string>
 
-#include "args.h"
-#include "bound.h"
-#include "json.h"
-#include "process_status.h"
-#include "status_command.h"
+#include "cli/status/bound.h"
+#include "cli/status/process_status.h"
+#include "cli/status/status_command.h"
+#include "tool/args.h"
+#include "tool/json.h"
 
 namespace vclock::cli {
 namespace {

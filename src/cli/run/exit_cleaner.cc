@@ -1,6 +1,6 @@
 // The detached cleaner: a pidfd opened before the fork, so no pid can be
 // recycled under it.
-#include "exit_cleaner.h"
+#include "cli/run/exit_cleaner.h"
 
 #include <fcntl.h>
 #include <poll.h>

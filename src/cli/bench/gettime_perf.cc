@@ -12,7 +12,7 @@
 // file runs that loop unchanged, except for the span (see `plan`). vclock's _ns form runs the same
 // loop on its integer result. Both vclock forms are called through
 // pointers, as the vDSO is: the loop is identical for every contender.
-#include "gettime_perf.h"
+#include "cli/bench/gettime_perf.h"
 
 #include <sched.h>
 #include <time.h>
@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
-#include "cpu.h"
-#include "json.h"
+#include "cli/cpu.h"
 #include "lib/kernel_clock.h"
 #include "lib/status.h"
+#include "tool/args.h"
+#include "tool/json.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {

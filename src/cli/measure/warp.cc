@@ -15,7 +15,7 @@
 //
 // A warp is a reading smaller than one that happened before it. Counter
 // warps are converted to ns with the calibrated counter frequency.
-#include "warp.h"
+#include "cli/measure/warp.h"
 
 #include <sched.h>
 #include <time.h>
@@ -30,11 +30,11 @@
 #include <thread>
 #include <vector>
 
-#include "args.h"
-#include "cpu.h"
-#include "json.h"
+#include "cli/cpu.h"
 #include "lib/kernel_clock.h"
 #include "lib/status.h"
+#include "tool/args.h"
+#include "tool/json.h"
 #include "vclock/detail/arch.h"
 #include "vclock/vclock.h"
 

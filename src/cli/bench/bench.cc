@@ -27,7 +27,7 @@
 //    rate; interleaved in blocks. Reported: p50, p99, p99.9 and max ticks.
 //  - Threads: 1..N threads, each pinned to its own CPU, calling at once;
 //    per-thread ns per call.
-#include "bench.h"
+#include "cli/bench/bench.h"
 
 #include <sched.h>
 #include <sys/utsname.h>
@@ -42,12 +42,12 @@
 #include <thread>
 #include <vector>
 
-#include "args.h"
-#include "bench_contenders.h"
-#include "bench_results.h"
-#include "cpu.h"
-#include "gettime_perf.h"
+#include "cli/bench/bench_contenders.h"
+#include "cli/bench/bench_results.h"
+#include "cli/bench/gettime_perf.h"
+#include "cli/cpu.h"
 #include "lib/status.h"
+#include "tool/args.h"
 
 namespace vclock::cli {
 namespace {

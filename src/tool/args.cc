@@ -1,5 +1,5 @@
 // Option parsing for the vclock CLI; see args.h.
-#include "args.h"
+#include "tool/args.h"
 
 #include <algorithm>
 #include <charconv>

@@ -8,7 +8,7 @@
 // the bracket is its uncertainty. The narrowest of three brackets is kept.
 // Samples are taken every 200 us, so the timekeeper's updates land between
 // and inside them as they would for any caller.
-#include "track.h"
+#include "cli/measure/track.h"
 
 #include <time.h>
 
@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
-#include "kernel_clock.h"
-#include "status.h"
-#include "step_lag.h"
+#include "cli/measure/step_lag.h"
+#include "lib/kernel_clock.h"
+#include "lib/status.h"
+#include "tool/args.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "status.h"
+#include "lib/status.h"
 
 namespace vclock::cli {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "time_options.h"
+#include "timens/time_options.h"
 #include "vclock/ns_page.h"
 
 namespace vclock::cli {

@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "status.h"
+#include "lib/status.h"
 
 namespace vclock::cli {
 

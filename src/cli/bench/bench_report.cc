@@ -1,9 +1,9 @@
 // See bench_results.h: the tables and the JSON document of `vclock bench`.
 #include <cstdio>
 
-#include "args.h"
-#include "bench_results.h"
-#include "json.h"
+#include "cli/bench/bench_results.h"
+#include "tool/args.h"
+#include "tool/json.h"
 
 namespace vclock::cli {
 namespace {

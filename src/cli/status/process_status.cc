@@ -4,7 +4,7 @@
 // opened (the page's magic), else by its size and name: a daemon's page is
 // one 4 KiB mapping of a file named "page" (a private daemon's is deleted
 // when its command exits, while children may still map it).
-#include "process_status.h"
+#include "cli/status/process_status.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,8 +16,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "args.h"
-#include "json.h"
+#include "tool/args.h"
+#include "tool/json.h"
 #include "vclock/page.h"
 
 namespace vclock::cli {

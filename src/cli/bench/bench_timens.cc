@@ -1,5 +1,5 @@
 // The kernel time namespace helper of `vclock bench` (bench_timens.h).
-#include "bench_timens.h"
+#include "cli/bench/bench_timens.h"
 
 #include <fcntl.h>
 #include <sched.h>

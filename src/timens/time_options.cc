@@ -1,6 +1,6 @@
 // TIME OPTIONS: exact decimal parsing (integers only: no double rounds a
 // nanosecond away) and the option table of each command.
-#include "time_options.h"
+#include "timens/time_options.h"
 
 #include <cstdio>
 #include <string>

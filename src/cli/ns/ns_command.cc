@@ -1,5 +1,5 @@
 // `vclock ns create|set|show|list|rm`: named virtual-time namespaces.
-#include "ns_command.h"
+#include "cli/ns/ns_command.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
-#include "json.h"
-#include "lib/ns_join.h"
-#include "ns_control.h"
-#include "ns_store.h"
-#include "time_options.h"
+#include "lib/timens_join.h"
+#include "timens/control.h"
+#include "timens/store.h"
+#include "timens/time_options.h"
+#include "tool/args.h"
+#include "tool/json.h"
 
 namespace vclock::cli {
 namespace {

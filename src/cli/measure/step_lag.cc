@@ -25,7 +25,7 @@
 // exactly. The run always ends after a -US step, also when SIGINT, SIGTERM
 // or SIGHUP stops it: those signals are blocked in every thread and taken
 // by the injecting thread with sigtimedwait, between steps.
-#include "step_lag.h"
+#include "cli/measure/step_lag.h"
 
 #include <signal.h>
 #include <sys/timex.h>
@@ -44,11 +44,11 @@
 #include <thread>
 #include <vector>
 
-#include "args.h"
-#include "cpu.h"
-#include "json.h"
-#include "kernel_clock.h"
-#include "track.h"
+#include "cli/cpu.h"
+#include "cli/measure/track.h"
+#include "lib/kernel_clock.h"
+#include "tool/args.h"
+#include "tool/json.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {

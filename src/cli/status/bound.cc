@@ -1,14 +1,14 @@
 // `vclock bound`: the interval, its half-width, its status and its source.
-#include "bound.h"
+#include "cli/status/bound.h"
 
 #include <time.h>
 
 #include <cstdio>
 #include <string>
 
-#include "args.h"
-#include "json.h"
 #include "lib/runtime.h"
+#include "tool/args.h"
+#include "tool/json.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/page.h"
 #include "vclock/vclock.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_contenders.h"
+#include "cli/bench/bench_contenders.h"
 #include "lib/status.h"
 
 namespace vclock::cli {

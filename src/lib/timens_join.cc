@@ -1,5 +1,5 @@
 // The reader's side of a namespace page: name, checks, read-only mapping.
-#include "ns_join.h"
+#include "lib/timens_join.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "shared_page.h"
+#include "lib/shared_page.h"
 
 namespace vclock {
 namespace {

@@ -5,7 +5,7 @@
 // relative to the binary directory, from CMake), else beside this binary
 // (a build tree). The path must be absolute and free of the characters
 // that separate LD_PRELOAD's entries.
-#include "run.h"
+#include "cli/run/run.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -19,14 +19,14 @@
 #include <string_view>
 #include <vector>
 
-#include "args.h"
-#include "exit_cleaner.h"
-#include "kernel_timens.h"
-#include "lib/ns_join.h"
+#include "cli/run/exit_cleaner.h"
+#include "cli/run/private_daemon.h"
 #include "lib/runtime.h"
-#include "ns_store.h"
-#include "private_daemon.h"
-#include "time_options.h"
+#include "lib/timens_join.h"
+#include "timens/kernel_timens.h"
+#include "timens/store.h"
+#include "timens/time_options.h"
+#include "tool/args.h"
 
 #ifndef VCLOCK_SHIM_FROM_BINDIR
 #  define VCLOCK_SHIM_FROM_BINDIR "../lib"

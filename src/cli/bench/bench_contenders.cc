@@ -1,6 +1,6 @@
 // See bench_contenders.h. The method of each section is described at the
 // top of bench.cc.
-#include "bench_contenders.h"
+#include "cli/bench/bench_contenders.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -14,14 +14,14 @@
 #include <fstream>
 #include <limits>
 
-#include "bench_timens.h"
-#include "cpu.h"
+#include "cli/bench/bench_timens.h"
+#include "cli/cpu.h"
+#include "cli/run/run.h"
 #include "lib/kernel_clock.h"
 #include "lib/ordering.h"
 #include "lib/runtime.h"
-#include "ns_store.h"
-#include "run.h"
-#include "time_options.h"
+#include "timens/store.h"
+#include "timens/time_options.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"

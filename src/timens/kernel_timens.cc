@@ -2,7 +2,7 @@
 // written only between unshare() and the first process entering the
 // namespace; execve() then enters it (the caller's next step), since Linux
 // moves a process to its time_for_children namespace when it gets a new mm.
-#include "kernel_timens.h"
+#include "timens/kernel_timens.h"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -1,5 +1,5 @@
 // Namespace files: the parameters of a change, creating, changing, reading.
-#include "ns_store.h"
+#include "timens/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <string>
 
 #include "lib/kernel_clock.h"
-#include "lib/ns_join.h"
+#include "lib/timens_join.h"
 #include "vclock/detail/seqlock.h"
 
 namespace vclock::cli {

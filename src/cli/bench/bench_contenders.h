@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
+#include "tool/args.h"
 
 namespace vclock::cli {
 

@@ -1,5 +1,5 @@
 // The CLI's JSON writer; see json.h.
-#include "json.h"
+#include "tool/json.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Starting a private vclockd: a temporary directory, a notify socket in it
 // for the daemon's READY=1, and a double fork so that the daemon is no
 // child of the command that `vclock run` becomes.
-#include "private_daemon.h"
+#include "cli/run/private_daemon.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,5 +1,5 @@
 // Root's named namespaces, kept by vclockd (ns_service.h).
-#include "ns_service.h"
+#include "daemon/timens_service.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -16,9 +16,9 @@
 #include <string>
 #include <thread>
 
-#include "cli/args.h"
-#include "cli/ns_control.h"
-#include "lib/ns_join.h"
+#include "lib/timens_join.h"
+#include "timens/control.h"
+#include "tool/args.h"
 
 namespace vclock::daemon {
 namespace {
