@@ -8,8 +8,8 @@
 // not root is answered with a refusal, one that sends nothing within 1 s
 // is dropped. The files are written with the same code as the CLI's, as
 // the daemon's user: the owner of the directory, whom readers accept.
-#ifndef VCLOCK_SRC_DAEMON_NS_SERVICE_H_
-#define VCLOCK_SRC_DAEMON_NS_SERVICE_H_
+#ifndef VCLOCK_SRC_DAEMON_TIMENS_SERVICE_H_
+#define VCLOCK_SRC_DAEMON_TIMENS_SERVICE_H_
 
 #include <string>
 
@@ -31,4 +31,4 @@ void stop_ns_service();
 
 }  // namespace vclock::daemon
 
-#endif  // VCLOCK_SRC_DAEMON_NS_SERVICE_H_
+#endif  // VCLOCK_SRC_DAEMON_TIMENS_SERVICE_H_

@@ -15,8 +15,8 @@
 // (vclockd's user, for the namespaces it keeps): nobody else can set this
 // process's clocks. It is then mapped read-only. Plain system calls only,
 // nothing allocated: the library's constructor calls it.
-#ifndef VCLOCK_SRC_LIB_NS_JOIN_H_
-#define VCLOCK_SRC_LIB_NS_JOIN_H_
+#ifndef VCLOCK_SRC_LIB_TIMENS_JOIN_H_
+#define VCLOCK_SRC_LIB_TIMENS_JOIN_H_
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -87,4 +87,4 @@ ns_join_result join_ns_page(const char* path, ns_page* where) noexcept;
 
 }  // namespace vclock
 
-#endif  // VCLOCK_SRC_LIB_NS_JOIN_H_
+#endif  // VCLOCK_SRC_LIB_TIMENS_JOIN_H_

@@ -15,8 +15,8 @@
 // The daemon parses the options with the CLI's own parser and checks the
 // name again (a name, never a path). The reply is one message: the exit
 // status in decimal, a NUL, and the line for stderr ("" when none).
-#ifndef VCLOCK_SRC_CLI_NS_CONTROL_H_
-#define VCLOCK_SRC_CLI_NS_CONTROL_H_
+#ifndef VCLOCK_SRC_TIMENS_CONTROL_H_
+#define VCLOCK_SRC_TIMENS_CONTROL_H_
 
 #include <sys/un.h>
 
@@ -74,4 +74,4 @@ bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_NS_CONTROL_H_
+#endif  // VCLOCK_SRC_TIMENS_CONTROL_H_

@@ -1,8 +1,8 @@
 // `vclock run --kernel-timens`: a kernel time namespace for the command, so
 // that what the shim cannot reach (static binaries, Go, raw system calls)
 // sees the namespace's MONOTONIC and BOOTTIME offsets too.
-#ifndef VCLOCK_SRC_CLI_KERNEL_TIMENS_H_
-#define VCLOCK_SRC_CLI_KERNEL_TIMENS_H_
+#ifndef VCLOCK_SRC_TIMENS_KERNEL_TIMENS_H_
+#define VCLOCK_SRC_TIMENS_KERNEL_TIMENS_H_
 
 #include <cstdint>
 #include <string>
@@ -20,4 +20,4 @@ bool enter_kernel_time_namespace(std::int64_t monotonic_ns, std::int64_t boottim
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_KERNEL_TIMENS_H_
+#endif  // VCLOCK_SRC_TIMENS_KERNEL_TIMENS_H_

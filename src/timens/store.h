@@ -8,8 +8,8 @@
 // of one file take an exclusive flock; they write the copy not in force
 // and then flip `current`, so a writer killed midway leaves the namespace
 // as it was.
-#ifndef VCLOCK_SRC_CLI_NS_STORE_H_
-#define VCLOCK_SRC_CLI_NS_STORE_H_
+#ifndef VCLOCK_SRC_TIMENS_STORE_H_
+#define VCLOCK_SRC_TIMENS_STORE_H_
 
 #include <cstdint>
 #include <string>
@@ -76,4 +76,4 @@ bool read_ns_file(const std::string& path, ns_header& header, ns_params& params,
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_NS_STORE_H_
+#endif  // VCLOCK_SRC_TIMENS_STORE_H_

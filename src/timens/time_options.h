@@ -11,8 +11,8 @@
 //         negative or fractional).
 //   R     a rate: a decimal number, 0.000001 to 1000 (virtual seconds per
 //         real second).
-#ifndef VCLOCK_SRC_CLI_TIME_OPTIONS_H_
-#define VCLOCK_SRC_CLI_TIME_OPTIONS_H_
+#ifndef VCLOCK_SRC_TIMENS_TIME_OPTIONS_H_
+#define VCLOCK_SRC_TIMENS_TIME_OPTIONS_H_
 
 #include <cstdint>
 #include <optional>
@@ -63,4 +63,4 @@ std::string time_options_help(std::string_view command);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_TIME_OPTIONS_H_
+#endif  // VCLOCK_SRC_TIMENS_TIME_OPTIONS_H_

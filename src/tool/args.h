@@ -2,8 +2,8 @@
 // (by hand, so the tool needs no dependency; long options only, as
 // "--name value" or "--name=value"), usage errors (one line on stderr and
 // exit status 2, API.md) and the aligned text tables they print.
-#ifndef VCLOCK_SRC_CLI_ARGS_H_
-#define VCLOCK_SRC_CLI_ARGS_H_
+#ifndef VCLOCK_SRC_TOOL_ARGS_H_
+#define VCLOCK_SRC_TOOL_ARGS_H_
 
 #include <cstdint>
 #include <span>
@@ -106,4 +106,4 @@ class text_table {
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_ARGS_H_
+#endif  // VCLOCK_SRC_TOOL_ARGS_H_

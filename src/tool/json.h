@@ -2,8 +2,8 @@
 // strings, integers, doubles, booleans and null, pretty-printed with
 // two-space indentation. It checks nothing about nesting beyond what
 // keeps commas right; callers write well-formed documents.
-#ifndef VCLOCK_SRC_CLI_JSON_H_
-#define VCLOCK_SRC_CLI_JSON_H_
+#ifndef VCLOCK_SRC_TOOL_JSON_H_
+#define VCLOCK_SRC_TOOL_JSON_H_
 
 #include <concepts>
 #include <cstdint>
@@ -69,4 +69,4 @@ void append_json_string(std::string& out, std::string_view text);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_JSON_H_
+#endif  // VCLOCK_SRC_TOOL_JSON_H_

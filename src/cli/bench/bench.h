@@ -1,7 +1,7 @@
 // `vclock bench`: vclock against the kernel's vDSO, the system call and the
 // bare counter, side by side in one pinned process.
-#ifndef VCLOCK_SRC_CLI_BENCH_H_
-#define VCLOCK_SRC_CLI_BENCH_H_
+#ifndef VCLOCK_SRC_CLI_BENCH_BENCH_H_
+#define VCLOCK_SRC_CLI_BENCH_BENCH_H_
 
 #include <span>
 
@@ -13,4 +13,4 @@ int run_bench(std::span<char* const> args);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_BENCH_H_
+#endif  // VCLOCK_SRC_CLI_BENCH_BENCH_H_

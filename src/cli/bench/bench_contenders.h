@@ -1,8 +1,8 @@
 // What `vclock bench` measures: every contender (vclock's entry points, the
 // vDSO, the system call, libc, the bare counter, the floor between them),
 // each as a loop of calls, a timed single call and a cold single call.
-#ifndef VCLOCK_SRC_CLI_BENCH_CONTENDERS_H_
-#define VCLOCK_SRC_CLI_BENCH_CONTENDERS_H_
+#ifndef VCLOCK_SRC_CLI_BENCH_BENCH_CONTENDERS_H_
+#define VCLOCK_SRC_CLI_BENCH_BENCH_CONTENDERS_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -88,4 +88,4 @@ flush_set cold_flush_set();
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_BENCH_CONTENDERS_H_
+#endif  // VCLOCK_SRC_CLI_BENCH_BENCH_CONTENDERS_H_

@@ -1,7 +1,7 @@
 // What one `vclock bench` run measured, and how it prints it (text tables
 // or one JSON document). bench.cc measures; bench_report.cc prints.
-#ifndef VCLOCK_SRC_CLI_BENCH_RESULTS_H_
-#define VCLOCK_SRC_CLI_BENCH_RESULTS_H_
+#ifndef VCLOCK_SRC_CLI_BENCH_BENCH_RESULTS_H_
+#define VCLOCK_SRC_CLI_BENCH_BENCH_RESULTS_H_
 
 #include <algorithm>
 #include <cmath>
@@ -97,4 +97,4 @@ void print_results(const results& r);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_BENCH_RESULTS_H_
+#endif  // VCLOCK_SRC_CLI_BENCH_BENCH_RESULTS_H_

@@ -3,8 +3,8 @@
 // in one, seeds: "the time-namespace slowdown"), measured beside vclock's
 // namespaces. A process cannot enter a time namespace itself, so a helper
 // child in one runs the loop on request.
-#ifndef VCLOCK_SRC_CLI_BENCH_TIMENS_H_
-#define VCLOCK_SRC_CLI_BENCH_TIMENS_H_
+#ifndef VCLOCK_SRC_CLI_BENCH_BENCH_TIMENS_H_
+#define VCLOCK_SRC_CLI_BENCH_BENCH_TIMENS_H_
 
 #include <cstdint>
 
@@ -22,4 +22,4 @@ std::uint64_t timens_vdso_loop(std::uint64_t n) noexcept;
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_BENCH_TIMENS_H_
+#endif  // VCLOCK_SRC_CLI_BENCH_BENCH_TIMENS_H_

@@ -1,8 +1,8 @@
 // `vclock bench --gettime-perf`: the kernel selftest's own benchmark loop
 // (tools/testing/selftests/timens/gettime_perf.c), run for the vDSO and for
 // vclock, so that vclock's figures read in the units the seeds quote.
-#ifndef VCLOCK_SRC_CLI_GETTIME_PERF_H_
-#define VCLOCK_SRC_CLI_GETTIME_PERF_H_
+#ifndef VCLOCK_SRC_CLI_BENCH_GETTIME_PERF_H_
+#define VCLOCK_SRC_CLI_BENCH_GETTIME_PERF_H_
 
 namespace vclock::cli {
 
@@ -12,4 +12,4 @@ int run_gettime_perf(bool quick, bool json);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_GETTIME_PERF_H_
+#endif  // VCLOCK_SRC_CLI_BENCH_GETTIME_PERF_H_

@@ -1,8 +1,8 @@
 // `vclock track --steps`: how long vclock's REALTIME lags the kernel's after
 // the kernel steps REALTIME, optionally with steps this run injects itself
 // (clock_adjtime ADJ_SETOFFSET, always put back). Used by track.cc.
-#ifndef VCLOCK_SRC_CLI_STEP_LAG_H_
-#define VCLOCK_SRC_CLI_STEP_LAG_H_
+#ifndef VCLOCK_SRC_CLI_MEASURE_STEP_LAG_H_
+#define VCLOCK_SRC_CLI_MEASURE_STEP_LAG_H_
 
 #include <cstdint>
 
@@ -36,4 +36,4 @@ int run_step_lag(const step_lag_options& o, const status_snapshot& st);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_STEP_LAG_H_
+#endif  // VCLOCK_SRC_CLI_MEASURE_STEP_LAG_H_

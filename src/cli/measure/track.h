@@ -1,7 +1,7 @@
 // `vclock track`: vclock against the kernel, bracketed, over time; with
 // --steps, the lag of vclock's REALTIME behind the kernel's steps.
-#ifndef VCLOCK_SRC_CLI_TRACK_H_
-#define VCLOCK_SRC_CLI_TRACK_H_
+#ifndef VCLOCK_SRC_CLI_MEASURE_TRACK_H_
+#define VCLOCK_SRC_CLI_MEASURE_TRACK_H_
 
 #include <span>
 #include <string>
@@ -17,4 +17,4 @@ std::string track_machine_line(const status_snapshot& st);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_TRACK_H_
+#endif  // VCLOCK_SRC_CLI_MEASURE_TRACK_H_

@@ -1,7 +1,7 @@
 // `vclock warp`: Ingo Molnar's time-warp test. Do readings taken on
 // different CPUs, one after another, ever go backwards?
-#ifndef VCLOCK_SRC_CLI_WARP_H_
-#define VCLOCK_SRC_CLI_WARP_H_
+#ifndef VCLOCK_SRC_CLI_MEASURE_WARP_H_
+#define VCLOCK_SRC_CLI_MEASURE_WARP_H_
 
 #include <span>
 
@@ -13,4 +13,4 @@ int run_warp(std::span<char* const> args);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_WARP_H_
+#endif  // VCLOCK_SRC_CLI_MEASURE_WARP_H_

@@ -2,8 +2,8 @@
 // then replaces itself with the command (`vclock run` execs it, so it
 // cannot clean up afterwards): a detached process waits on a pidfd of the
 // caller, which stays valid across exec, and removes them.
-#ifndef VCLOCK_SRC_CLI_EXIT_CLEANER_H_
-#define VCLOCK_SRC_CLI_EXIT_CLEANER_H_
+#ifndef VCLOCK_SRC_CLI_RUN_EXIT_CLEANER_H_
+#define VCLOCK_SRC_CLI_RUN_EXIT_CLEANER_H_
 
 #include <string>
 #include <vector>
@@ -20,4 +20,4 @@ bool remove_at_exit(const std::vector<std::string>& files, const std::string& di
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_EXIT_CLEANER_H_
+#endif  // VCLOCK_SRC_CLI_RUN_EXIT_CLEANER_H_

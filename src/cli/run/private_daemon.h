@@ -2,8 +2,8 @@
 // the machine: the command and every process it starts read that daemon's
 // page (so none of them needs a thread of its own, which the shim never
 // starts), and the daemon goes away with the command.
-#ifndef VCLOCK_SRC_CLI_PRIVATE_DAEMON_H_
-#define VCLOCK_SRC_CLI_PRIVATE_DAEMON_H_
+#ifndef VCLOCK_SRC_CLI_RUN_PRIVATE_DAEMON_H_
+#define VCLOCK_SRC_CLI_RUN_PRIVATE_DAEMON_H_
 
 #include <sys/types.h>
 
@@ -25,4 +25,4 @@ private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid,
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_PRIVATE_DAEMON_H_
+#endif  // VCLOCK_SRC_CLI_RUN_PRIVATE_DAEMON_H_

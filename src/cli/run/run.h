@@ -1,7 +1,7 @@
 // `vclock run [--shim PATH] [--] CMD [ARGS...]`: runs CMD with
 // libvclock_preload.so preloaded, so that its clock reads are vclock's.
-#ifndef VCLOCK_SRC_CLI_RUN_H_
-#define VCLOCK_SRC_CLI_RUN_H_
+#ifndef VCLOCK_SRC_CLI_RUN_RUN_H_
+#define VCLOCK_SRC_CLI_RUN_RUN_H_
 
 #include <span>
 #include <string>
@@ -25,4 +25,4 @@ std::string preload_with_shim(const std::string& shim, const char* existing);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_RUN_H_
+#endif  // VCLOCK_SRC_CLI_RUN_RUN_H_

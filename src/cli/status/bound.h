@@ -1,7 +1,7 @@
 // `vclock bound [--json]`: REALTIME's error interval now (vclock_now_bounded)
 // and where it comes from.
-#ifndef VCLOCK_SRC_CLI_BOUND_H_
-#define VCLOCK_SRC_CLI_BOUND_H_
+#ifndef VCLOCK_SRC_CLI_STATUS_BOUND_H_
+#define VCLOCK_SRC_CLI_STATUS_BOUND_H_
 
 #include <span>
 #include <string>
@@ -15,4 +15,4 @@ const char* sync_status_name(int status);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_BOUND_H_
+#endif  // VCLOCK_SRC_CLI_STATUS_BOUND_H_

@@ -1,8 +1,8 @@
 // `vclock status --pid P`: whether a running process reads vclock, read
 // from outside it (/proc/P/maps): the shim or the library loaded, and the
 // page it has mapped (a daemon's, or none: the kernel answers).
-#ifndef VCLOCK_SRC_CLI_PROCESS_STATUS_H_
-#define VCLOCK_SRC_CLI_PROCESS_STATUS_H_
+#ifndef VCLOCK_SRC_CLI_STATUS_PROCESS_STATUS_H_
+#define VCLOCK_SRC_CLI_STATUS_PROCESS_STATUS_H_
 
 #include <sys/types.h>
 
@@ -26,4 +26,4 @@ void print_process_status(pid_t pid, const process_clock_status& s, bool json);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_PROCESS_STATUS_H_
+#endif  // VCLOCK_SRC_CLI_STATUS_PROCESS_STATUS_H_

@@ -1,6 +1,6 @@
 // `vclock status`: what the timekeeper is doing, for people and scripts.
-#ifndef VCLOCK_SRC_CLI_STATUS_COMMAND_H_
-#define VCLOCK_SRC_CLI_STATUS_COMMAND_H_
+#ifndef VCLOCK_SRC_CLI_STATUS_STATUS_COMMAND_H_
+#define VCLOCK_SRC_CLI_STATUS_STATUS_COMMAND_H_
 
 #include <span>
 
@@ -12,4 +12,4 @@ int run_status(std::span<char* const> args);
 
 }  // namespace vclock::cli
 
-#endif  // VCLOCK_SRC_CLI_STATUS_COMMAND_H_
+#endif  // VCLOCK_SRC_CLI_STATUS_STATUS_COMMAND_H_
