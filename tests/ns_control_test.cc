@@ -1,4 +1,4 @@
-// Changing named namespaces (src/cli/ns_control.h): the request and answer
+// Changing named namespaces (src/timens/control.h): the request and answer
 // messages, malformed ones refused; a request carried out on files; where
 // the system's namespaces are; which owners a reader accepts. vclockd's
 // side, a real daemon serving real requests, is tests/ns/run.sh's.

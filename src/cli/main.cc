@@ -1,5 +1,5 @@
 // `vclock`: the command-line tool. Dispatches to the subcommands; each
-// parses its own options (args.h) and returns the exit status of API.md.
+// parses its own options (tool/args.h) and returns the exit status of API.md.
 #include <cstdio>
 #include <span>
 #include <string>

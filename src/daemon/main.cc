@@ -191,7 +191,7 @@ int usage(const std::string& message) {
   return cli::exit_usage;
 }
 
-// Root's named namespaces, beside the page (ns_service.h). A private
+// Root's named namespaces, beside the page (timens_service.h). A private
 // daemon (vclock run's) keeps none: its directory goes when it stops. Nor
 // does one in a kernel time namespace that moves the clocks: it would write
 // their lines in its namespace's terms, which are not its readers'.

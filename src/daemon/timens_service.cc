@@ -1,4 +1,4 @@
-// Root's named namespaces, kept by vclockd (ns_service.h).
+// Root's named namespaces, kept by vclockd (timens_service.h).
 #include "daemon/timens_service.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-// vclockd keeps root's named namespaces (src/cli/ns_control.h): the
+// vclockd keeps root's named namespaces (timens/control.h): the
 // files in `ns` beside its page, changed at root's request over the socket
 // `ns.sock` beside it.
 //

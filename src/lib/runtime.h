@@ -21,7 +21,7 @@ namespace vclock::detail {
 // library and see it too).
 [[gnu::visibility("hidden")]] extern page the_page;
 
-// Virtual time (ns_join.h): the namespace this process joined when the
+// Virtual time (timens_join.h): the namespace this process joined when the
 // library was loaded (nullptr: none, and then host_page is &the_page), and
 // the page its host time comes from. Written once, in the constructor.
 [[gnu::visibility("hidden")]] extern const ns_page* joined_namespace;

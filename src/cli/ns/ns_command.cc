@@ -141,7 +141,7 @@ ns_outcome print(const ns_outcome& o) {
 }
 
 // create, set, rm. Root's namespaces go through the vclockd that serves
-// the system's directory, when one answers (ns_control.h), except a `set`
+// the system's directory, when one answers (timens/control.h), except a `set`
 // of a file root wrote itself, which the daemon's user may not write.
 int change(const ns_request& request) {
   std::string path;
