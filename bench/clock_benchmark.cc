@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "kernel_clock.h"
-#include "status.h"
+#include "lib/kernel_clock.h"
+#include "lib/status.h"
 #include "vclock/detail/arch.h"
 #include "vclock/vclock.h"
 #if __has_include("vclock/vclock.hpp")

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "page_identity.h"
-#include "shared_page.h"
+#include "lib/page_identity.h"
+#include "lib/shared_page.h"
 #include "vclock/page.h"
 
 namespace {

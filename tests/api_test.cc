@@ -30,9 +30,9 @@
 #include <thread>
 #include <vector>
 
-#include "entry_points.h"
-#include "runtime.h"
-#include "status.h"
+#include "lib/entry_points.h"
+#include "lib/runtime.h"
+#include "lib/status.h"
 #include "support/child_process.h"
 #include "support/realtime_steps.h"
 #include "vclock/detail/seqlock.h"

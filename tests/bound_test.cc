@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <string>
 
-#include "bound_math.h"
 #include "daemon/chrony_bound.h"
 #include "daemon/fake_bound.h"
-#include "kernel_bound.h"
+#include "lib/bound_math.h"
+#include "lib/kernel_bound.h"
 #include "vclock/detail/bounded_reader.h"
 #include "vclock/vclock.h"
 #include "vclock/vclock.hpp"

@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "cli/args.h"
-#include "cli/json.h"
-#include "cli/run.h"
+#include "cli/run/run.h"
 #include "gtest/gtest.h"
+#include "tool/args.h"
+#include "tool/json.h"
 
 namespace {
 

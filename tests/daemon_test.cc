@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "kernel_clock.h"
-#include "page_identity.h"
-#include "shared_page.h"
+#include "lib/kernel_clock.h"
+#include "lib/page_identity.h"
+#include "lib/shared_page.h"
 #include "support/child_process.h"
 #include "support/daemon_process.h"
 #include "vclock/detail/arch.h"

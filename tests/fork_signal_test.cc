@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "status.h"
+#include "lib/status.h"
 #include "support/child_process.h"
 #include "support/realtime_steps.h"
 #include "support/sanitizers.h"

@@ -1,9 +1,7 @@
-// Changing named namespaces (src/cli/ns_control.h): the request and answer
+// Changing named namespaces (src/timens/control.h): the request and answer
 // messages, malformed ones refused; a request carried out on files; where
 // the system's namespaces are; which owners a reader accepts. vclockd's
 // side, a real daemon serving real requests, is tests/ns/run.sh's.
-#include "cli/ns_control.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -18,8 +16,9 @@
 #include <thread>
 #include <utility>
 
-#include "cli/ns_store.h"
-#include "lib/ns_join.h"
+#include "lib/timens_join.h"
+#include "timens/control.h"
+#include "timens/store.h"
 
 namespace vclock::cli {
 namespace {

@@ -9,10 +9,10 @@
 #include <random>
 #include <string>
 
-#include "cli/ns_store.h"
-#include "cli/time_options.h"
+#include "lib/virtual_reader.h"
+#include "timens/store.h"
+#include "timens/time_options.h"
 #include "vclock/ns_page.h"
-#include "virtual_reader.h"
 
 namespace vclock::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "mult_shift.h"
+#include "lib/mult_shift.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"

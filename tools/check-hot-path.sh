@@ -127,7 +127,7 @@ if "${cxx_command[@]}" --version | grep -qi clang; then
   exit 0
 fi
 "${cxx_command[@]}" -std=c++20 -O3 -fPIC -fvisibility=hidden \
-  -fno-tree-slp-vectorize -Iinclude -Isrc/lib -c src/lib/api.cc -o "${tmp}/api.o"
+  -fno-tree-slp-vectorize -Iinclude -Isrc -c src/lib/api.cc -o "${tmp}/api.o"
 objdump -d --no-show-raw-insn -C -M att "${tmp}/api.o" > "${tmp}/api.s"
 entry_failures=()
 checked=0

@@ -37,6 +37,8 @@ format_check() {
     -print0 | sort -z | xargs -0 --no-run-if-empty clang-format --dry-run --Werror
 }
 step clang-format format_check
+# The map of docs/architecture.md: which rooms each room may include.
+step layout bash tools/check-layout.sh
 
 # The checks below exit 77 for "skipped" (not x86-64, no objdump, no clang++ or libFuzzer): a
 # result, not a failure. Runs "$@" and says so when it skipped.

@@ -1,5 +1,5 @@
 // See cpu.h.
-#include "cpu.h"
+#include "cli/cpu.h"
 
 #include <sched.h>
 #include <time.h>

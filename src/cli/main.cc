@@ -1,18 +1,18 @@
 // `vclock`: the command-line tool. Dispatches to the subcommands; each
-// parses its own options (args.h) and returns the exit status of API.md.
+// parses its own options (tool/args.h) and returns the exit status of API.md.
 #include <cstdio>
 #include <span>
 #include <string>
 #include <string_view>
 
-#include "args.h"
-#include "bench.h"
-#include "bound.h"
-#include "ns_command.h"
-#include "run.h"
-#include "status_command.h"
-#include "track.h"
-#include "warp.h"
+#include "cli/bench/bench.h"
+#include "cli/measure/track.h"
+#include "cli/measure/warp.h"
+#include "cli/ns/ns_command.h"
+#include "cli/run/run.h"
+#include "cli/status/bound.h"
+#include "cli/status/status_command.h"
+#include "tool/args.h"
 
 namespace vclock::cli {
 namespace {

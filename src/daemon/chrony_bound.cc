@@ -3,7 +3,7 @@
 // 20-byte request header padded to the length of the reply (chronyd
 // refuses shorter requests, against traffic amplification), a 28-byte reply
 // header, then the tracking report, all in network byte order.
-#include "chrony_bound.h"
+#include "daemon/chrony_bound.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "time_sources.h"
+#include "lib/time_sources.h"
 
 namespace vclock::daemon {
 

@@ -2,7 +2,7 @@
 // reads them when the thread exits). The kernel finds the futex word at the
 // entry's address plus the head's futex_offset, so the entry lives here and
 // the offset spans to the page's mapping, wherever that is.
-#include "coarse_owner.h"
+#include "daemon/coarse_owner.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

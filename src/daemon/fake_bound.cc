@@ -1,5 +1,5 @@
 // The fake bound source: a small JSON object, parsed by hand (three keys).
-#include "fake_bound.h"
+#include "daemon/fake_bound.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

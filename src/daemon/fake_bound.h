@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "time_sources.h"
+#include "lib/time_sources.h"
 
 namespace vclock::daemon {
 

@@ -20,21 +20,21 @@
 #include <span>
 #include <string>
 
-#include "chrony_bound.h"
-#include "cli/args.h"
-#include "coarse_owner.h"
-#include "fake_bound.h"
-#include "fallback_reason_text.h"
-#include "kernel_bound.h"
-#include "kernel_clock.h"
-#include "kernel_frame.h"
-#include "notify.h"
-#include "ns_service.h"
-#include "page_file.h"
-#include "page_identity.h"
-#include "tick_loop.h"
-#include "timekeeper.h"
-#include "trust.h"
+#include "daemon/chrony_bound.h"
+#include "daemon/coarse_owner.h"
+#include "daemon/fake_bound.h"
+#include "daemon/notify.h"
+#include "daemon/page_file.h"
+#include "daemon/timens_service.h"
+#include "lib/fallback_reason_text.h"
+#include "lib/kernel_bound.h"
+#include "lib/kernel_clock.h"
+#include "lib/kernel_frame.h"
+#include "lib/page_identity.h"
+#include "lib/tick_loop.h"
+#include "lib/timekeeper.h"
+#include "lib/trust.h"
+#include "tool/args.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/seqlock.h"
 
@@ -191,7 +191,7 @@ int usage(const std::string& message) {
   return cli::exit_usage;
 }
 
-// Root's named namespaces, beside the page (ns_service.h). A private
+// Root's named namespaces, beside the page (timens_service.h). A private
 // daemon (vclock run's) keeps none: its directory goes when it stops. Nor
 // does one in a kernel time namespace that moves the clocks: it would write
 // their lines in its namespace's terms, which are not its readers'.

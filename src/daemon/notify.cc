@@ -1,6 +1,6 @@
 // sd_notify(3)'s protocol: a path socket ("/run/systemd/notify") or an
 // abstract one ("@name"), one SOCK_DGRAM message.
-#include "notify.h"
+#include "daemon/notify.h"
 
 #include <stddef.h>
 #include <sys/socket.h>

@@ -1,5 +1,5 @@
 // Creating, locking and mapping the page file (see page_file.h).
-#include "page_file.h"
+#include "daemon/page_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "shared_page.h"
+#include "lib/shared_page.h"
 
 namespace vclock::daemon {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "page_identity.h"
+#include "lib/page_identity.h"
 #include "vclock/page.h"
 
 namespace vclock::daemon {

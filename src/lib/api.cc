@@ -11,14 +11,14 @@
 
 #include <cstdint>
 
-#include "entry_points.h"
-#include "kernel_clock.h"
-#include "ordering.h"
-#include "runtime.h"
+#include "lib/entry_points.h"
+#include "lib/kernel_clock.h"
+#include "lib/ordering.h"
+#include "lib/runtime.h"
+#include "lib/virtual_reader.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
-#include "virtual_reader.h"
 
 namespace vclock::detail {
 namespace {
@@ -211,37 +211,22 @@ int gettimeofday(timeval* tv, void* tz) noexcept {
   return careful_timeval<O>(tv);
 }
 
+// The ordered entry points of one ordering.
+struct entry_set {
+  template <counter_ordering O>
+  VCLOCK_RESOLVER_SAFE static entry_points make() noexcept {
+    return {gettime_ns<O>, gettime<O>, gettimeofday<O>, gettime_or_efault<O>};
+  }
+};
+
 }  // namespace
 
-// Only returns addresses, so it is safe in an ifunc resolver: not
-// instrumented (the resolvers run during relocation, before any sanitizer
-// runtime is up), no stack protector (nor, maybe, the TLS it reads).
-__attribute__((no_sanitize("address", "thread", "undefined"), no_stack_protector)) entry_points
-entry_points_for(arch::counter_ordering ordering) noexcept {
-  switch (ordering) {
-    case counter_ordering::none:
-      return {nullptr, nullptr, nullptr, nullptr};  // the relaxed entry points are plain
-#if defined(__x86_64__)
-    case counter_ordering::mfence:
-      return {gettime_ns<counter_ordering::mfence>, gettime<counter_ordering::mfence>,
-              gettimeofday<counter_ordering::mfence>, gettime_or_efault<counter_ordering::mfence>};
-    case counter_ordering::rdtscp:
-      return {gettime_ns<counter_ordering::rdtscp>, gettime<counter_ordering::rdtscp>,
-              gettimeofday<counter_ordering::rdtscp>, gettime_or_efault<counter_ordering::rdtscp>};
-    case counter_ordering::lfence:
-      break;
-#else
-    case counter_ordering::ordered:
-      break;
-#endif
+// Only returns addresses, so it is safe in an ifunc resolver.
+VCLOCK_RESOLVER_SAFE entry_points entry_points_for(arch::counter_ordering ordering) noexcept {
+  if (ordering == counter_ordering::none) {
+    return {nullptr, nullptr, nullptr, nullptr};  // the relaxed entry points are plain
   }
-#if defined(__x86_64__)
-  return {gettime_ns<counter_ordering::lfence>, gettime<counter_ordering::lfence>,
-          gettimeofday<counter_ordering::lfence>, gettime_or_efault<counter_ordering::lfence>};
-#else
-  return {gettime_ns<counter_ordering::ordered>, gettime<counter_ordering::ordered>,
-          gettimeofday<counter_ordering::ordered>, gettime_or_efault<counter_ordering::ordered>};
-#endif
+  return for_ordering<entry_set>(ordering);
 }
 
 }  // namespace vclock::detail
@@ -251,7 +236,7 @@ namespace d = vclock::detail;
 
 extern "C" {
 
-#if defined(__x86_64__)
+#if VCLOCK_ARCH_CHOOSES_ORDERING
 // The resolvers have external linkage (hidden): clang accepts only those
 // as ifunc targets. No sanitizer: they run during relocation, before the
 // sanitizer runtimes are up.
@@ -278,13 +263,13 @@ VCLOCK_API int vclock_gettime(clockid_t clock, timespec* ts) noexcept
     __attribute__((ifunc("resolve_gettime")));
 #else
 VCLOCK_API std::int64_t vclock_gettime_ns(clockid_t clock) noexcept {
-  return d::gettime_ns<counter_ordering::ordered>(clock);
+  return d::gettime_ns<vclock::arch::ordered_variants[0]>(clock);
 }
 VCLOCK_API int vclock_gettime(clockid_t clock, timespec* ts) noexcept {
-  return d::gettime<counter_ordering::ordered>(clock, ts);
+  return d::gettime<vclock::arch::ordered_variants[0]>(clock, ts);
 }
 VCLOCK_API int vclock_gettimeofday(timeval* tv, void* tz) noexcept {
-  return d::gettimeofday<counter_ordering::ordered>(tv, tz);
+  return d::gettimeofday<vclock::arch::ordered_variants[0]>(tv, tz);
 }
 #endif
 

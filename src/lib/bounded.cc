@@ -7,9 +7,9 @@
 #include <climits>
 #include <cstdint>
 
-#include "kernel_clock.h"
-#include "ordering.h"
-#include "runtime.h"
+#include "lib/kernel_clock.h"
+#include "lib/ordering.h"
+#include "lib/runtime.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/bounded_reader.h"
 #include "vclock/detail/reader.h"
@@ -135,29 +135,23 @@ int now_bounded(clockid_t clock, vclock_bounds* b) noexcept {
 
 using now_bounded_fn = int (*)(clockid_t, vclock_bounds*) noexcept;
 
-// Only returns addresses: safe in an ifunc resolver (see api.cc).
-__attribute__((no_sanitize("address", "thread", "undefined"), no_stack_protector)) now_bounded_fn
-now_bounded_for(counter_ordering ordering) noexcept {
-#if defined(__x86_64__)
-  switch (ordering) {
-    case counter_ordering::mfence:
-      return now_bounded<counter_ordering::mfence>;
-    case counter_ordering::rdtscp:
-      return now_bounded<counter_ordering::rdtscp>;
-    default:
-      return now_bounded<counter_ordering::lfence>;
+struct bounded_set {
+  template <counter_ordering O>
+  VCLOCK_RESOLVER_SAFE static now_bounded_fn make() noexcept {
+    return now_bounded<O>;
   }
-#else
-  (void)ordering;
-  return now_bounded<counter_ordering::ordered>;
-#endif
+};
+
+// Only returns addresses: safe in an ifunc resolver (see api.cc).
+VCLOCK_RESOLVER_SAFE now_bounded_fn now_bounded_for(counter_ordering ordering) noexcept {
+  return for_ordering<bounded_set>(ordering);
 }
 
 }  // namespace vclock::detail
 
 extern "C" {
 
-#if defined(__x86_64__)
+#if VCLOCK_ARCH_CHOOSES_ORDERING
 __attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined")))
 vclock::detail::now_bounded_fn
 resolve_now_bounded() {
@@ -168,7 +162,7 @@ VCLOCK_API int vclock_now_bounded(clockid_t clock, vclock_bounds* b) noexcept
     __attribute__((ifunc("resolve_now_bounded")));
 #else
 VCLOCK_API int vclock_now_bounded(clockid_t clock, vclock_bounds* b) noexcept {
-  return vclock::detail::now_bounded_for(vclock::arch::counter_ordering::ordered)(clock, b);
+  return vclock::detail::now_bounded_for(vclock::arch::ordered_variants[0])(clock, b);
 }
 #endif
 

@@ -1,5 +1,5 @@
 // Phrases for fallback_reason, shared by `vclock status` and vclockd's log.
-#include "fallback_reason_text.h"
+#include "lib/fallback_reason_text.h"
 
 namespace vclock {
 

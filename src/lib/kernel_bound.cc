@@ -1,5 +1,5 @@
 // The kernel's own error bound (adjtimex), as a bound_sample.
-#include "kernel_bound.h"
+#include "lib/kernel_bound.h"
 
 namespace vclock {
 

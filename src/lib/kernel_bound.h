@@ -9,7 +9,7 @@
 
 #include <sys/timex.h>
 
-#include "time_sources.h"
+#include "lib/time_sources.h"
 
 namespace vclock {
 

@@ -1,6 +1,6 @@
 // Finds the vDSO's entry points by walking the ELF image the kernel maps
 // into every process (AT_SYSINFO_EHDR), once, and calls them.
-#include "kernel_clock.h"
+#include "lib/kernel_clock.h"
 
 #include <elf.h>
 #include <link.h>

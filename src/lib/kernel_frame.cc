@@ -1,12 +1,12 @@
 // Finding a process's kernel time namespace offsets (kernel_frame.h).
-#include "kernel_frame.h"
+#include "lib/kernel_frame.h"
 
 #include <unistd.h>
 
 #include <cstring>
 
-#include "ns_join.h"
-#include "small_file.h"
+#include "lib/small_file.h"
+#include "lib/timens_join.h"
 
 namespace vclock::detail {
 namespace {

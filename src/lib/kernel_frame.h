@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "shared_page.h"
+#include "lib/shared_page.h"
 #include "vclock/ns_page.h"
 
 namespace vclock::detail {

@@ -10,7 +10,7 @@
 // This runs inside the ifunc resolvers (api.cc), before relocations and
 // before any sanitizer runtime is ready, so it calls nothing and is not
 // instrumented.
-#include "ordering.h"
+#include "lib/ordering.h"
 
 #if defined(__x86_64__)
 #  include <cpuid.h>

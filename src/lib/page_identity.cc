@@ -1,11 +1,11 @@
 // Boot id and counter identity for the page header.
-#include "page_identity.h"
+#include "lib/page_identity.h"
 
 #include <unistd.h>
 
 #include <cstring>
 
-#include "small_file.h"
+#include "lib/small_file.h"
 
 #if defined(__x86_64__)
 #  include <cpuid.h>

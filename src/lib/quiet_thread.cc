@@ -1,5 +1,5 @@
 // Starting the library's threads (quiet_thread.h).
-#include "quiet_thread.h"
+#include "lib/quiet_thread.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -8,7 +8,7 @@
 // is one wake-up per tick (4 ms) in a thread nobody has to start: it is
 // created when the library is loaded, sleeps until the process's first call
 // wakes it, and is re-created (asleep again) in a child after fork().
-#include "runtime.h"
+#include "lib/runtime.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -23,15 +23,15 @@
 #include <cstring>
 #include <new>
 
-#include "kernel_bound.h"
-#include "kernel_clock.h"
-#include "kernel_frame.h"
-#include "ns_join.h"
-#include "page_identity.h"
-#include "quiet_thread.h"
-#include "shared_page.h"
-#include "tick_loop.h"
-#include "trust.h"
+#include "lib/kernel_bound.h"
+#include "lib/kernel_clock.h"
+#include "lib/kernel_frame.h"
+#include "lib/page_identity.h"
+#include "lib/quiet_thread.h"
+#include "lib/shared_page.h"
+#include "lib/tick_loop.h"
+#include "lib/timens_join.h"
+#include "lib/trust.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/seqlock.h"
 

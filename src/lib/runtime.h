@@ -3,9 +3,9 @@
 #ifndef VCLOCK_SRC_LIB_RUNTIME_H_
 #define VCLOCK_SRC_LIB_RUNTIME_H_
 
-#include "ns_join.h"
-#include "shared_page.h"
-#include "timekeeper.h"
+#include "lib/shared_page.h"
+#include "lib/timekeeper.h"
+#include "lib/timens_join.h"
 #include "vclock/page.h"
 
 namespace vclock::detail {
@@ -21,7 +21,7 @@ namespace vclock::detail {
 // library and see it too).
 [[gnu::visibility("hidden")]] extern page the_page;
 
-// Virtual time (ns_join.h): the namespace this process joined when the
+// Virtual time (timens_join.h): the namespace this process joined when the
 // library was loaded (nullptr: none, and then host_page is &the_page), and
 // the page its host time comes from. Written once, in the constructor.
 [[gnu::visibility("hidden")]] extern const ns_page* joined_namespace;

@@ -1,5 +1,5 @@
 // The reader's side of the shared page: checks, then a read-only mapping.
-#include "shared_page.h"
+#include "lib/shared_page.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "small_file.h"
+#include "lib/small_file.h"
 
 namespace vclock {
 namespace {

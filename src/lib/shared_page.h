@@ -24,7 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "page_identity.h"
+#include "lib/page_identity.h"
 #include "vclock/page.h"
 
 namespace vclock {

@@ -1,5 +1,5 @@
 // `vclock status`: what mode the page is in and how close it is to the kernel.
-#include "status.h"
+#include "lib/status.h"
 
 #include <time.h>
 
@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "fallback_reason_text.h"
-#include "kernel_clock.h"
-#include "ordering.h"
-#include "runtime.h"
-#include "trust.h"
+#include "lib/fallback_reason_text.h"
+#include "lib/kernel_clock.h"
+#include "lib/ordering.h"
+#include "lib/runtime.h"
+#include "lib/trust.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 

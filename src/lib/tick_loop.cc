@@ -1,6 +1,6 @@
 // The real-time driver of a timekeeper: a periodic tick, and an immediate
 // one when the kernel sets REALTIME.
-#include "tick_loop.h"
+#include "lib/tick_loop.h"
 
 #include <poll.h>
 #include <sys/timerfd.h>
@@ -8,7 +8,7 @@
 
 #include <cerrno>
 
-#include "kernel_clock.h"
+#include "lib/kernel_clock.h"
 
 namespace vclock {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "timekeeper.h"
+#include "lib/timekeeper.h"
 
 namespace vclock {
 

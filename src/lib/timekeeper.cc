@@ -48,14 +48,14 @@
 // odd and closed right after c is read: readers spin only if the writer is
 // preempted inside those three instructions, and time stands still, rather
 // than readers spinning, for the rest of the update.
-#include "timekeeper.h"
+#include "lib/timekeeper.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
-#include "bound_math.h"
-#include "mult_shift.h"
+#include "lib/bound_math.h"
+#include "lib/mult_shift.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "time_sources.h"
+#include "lib/time_sources.h"
 #include "vclock/page.h"
 
 namespace vclock {

@@ -1,11 +1,11 @@
 // The counter trust decision; see trust.h for the reasoning.
-#include "trust.h"
+#include "lib/trust.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "small_file.h"
+#include "lib/small_file.h"
 #include "vclock/detail/arch.h"
 
 #if defined(__x86_64__)

@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernel_clock.h"
-#include "runtime.h"
+#include "lib/kernel_clock.h"
+#include "lib/runtime.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/ns_reader.h"
 #include "vclock/detail/reader.h"

@@ -27,17 +27,17 @@
 #include <atomic>
 #include <cstdint>
 
-#include "entry_points.h"
-#include "export.h"
-#include "kernel_clock.h"
-#include "ordering.h"
-#include "runtime.h"
-#include "shim_stats.h"
-#include "startup_environment.h"
+#include "lib/entry_points.h"
+#include "lib/kernel_clock.h"
+#include "lib/ordering.h"
+#include "lib/runtime.h"
+#include "shim/export.h"
+#include "shim/shim_stats.h"
+#include "shim/startup_environment.h"
+#include "shim/virtual_clock.h"
+#include "shim/virtual_time.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
-#include "virtual_clock.h"
-#include "virtual_time.h"
 
 namespace vclock::shim {
 namespace {

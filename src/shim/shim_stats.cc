@@ -1,5 +1,5 @@
 // The shim's counters and the line it appends at exit.
-#include "shim_stats.h"
+#include "shim/shim_stats.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "runtime.h"
-#include "startup_environment.h"
+#include "lib/runtime.h"
+#include "shim/startup_environment.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/seqlock.h"
 

@@ -1,7 +1,7 @@
 // Scanning /proc/self/environ with raw system calls (see the header for
 // why nothing else will do). The file holds the environment the process
 // was started with, as NAME=value entries each ended by a NUL.
-#include "startup_environment.h"
+#include "shim/startup_environment.h"
 
 #include <fcntl.h>
 #include <sys/syscall.h>

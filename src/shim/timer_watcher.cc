@@ -9,7 +9,7 @@
 // behaviour (unshare(CLONE_NEWUSER) refuses a multi-threaded process;
 // Python warns at fork), so a process in no namespace, or one that makes no
 // timer, never has it.
-#include "timer_watcher.h"
+#include "shim/timer_watcher.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -17,8 +17,8 @@
 
 #include <atomic>
 
-#include "quiet_thread.h"
-#include "virtual_time.h"
+#include "lib/quiet_thread.h"
+#include "shim/virtual_time.h"
 
 namespace vclock::shim {
 namespace {

@@ -5,16 +5,17 @@
 // ordered read waits for. These go to the host page directly, with the
 // namespace's line applied around its fast path (virtual_reader.h), and
 // keep the careful path for everything else.
-#include "virtual_clock.h"
+#include "shim/virtual_clock.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdint>
 
-#include "entry_points.h"
-#include "kernel_clock.h"
-#include "virtual_reader.h"
+#include "lib/entry_points.h"
+#include "lib/kernel_clock.h"
+#include "lib/ordering.h"
+#include "lib/virtual_reader.h"
 
 namespace vclock::shim {
 namespace {
@@ -122,32 +123,18 @@ time_t time_seconds(time_t* t) noexcept {
   return s;
 }
 
-template <counter_ordering O>
-constexpr virtual_entry_points set_for() noexcept {
-  return {gettime<O>, gettimeofday<O>, time_seconds};
-}
+// The virtual entry points of one ordering.
+struct virtual_set {
+  template <counter_ordering O>
+  VCLOCK_RESOLVER_SAFE static virtual_entry_points make() noexcept {
+    return {gettime<O>, gettimeofday<O>, time_seconds};
+  }
+};
 
 }  // namespace
 
 virtual_entry_points virtual_entry_points_for(counter_ordering ordering) noexcept {
-  switch (ordering) {
-#if defined(__x86_64__)
-    case counter_ordering::mfence:
-      return set_for<counter_ordering::mfence>();
-    case counter_ordering::rdtscp:
-      return set_for<counter_ordering::rdtscp>();
-    case counter_ordering::none:
-    case counter_ordering::lfence:
-      break;
-  }
-  return set_for<counter_ordering::lfence>();
-#else
-    case counter_ordering::none:
-    case counter_ordering::ordered:
-      break;
-  }
-  return set_for<counter_ordering::ordered>();
-#endif
+  return for_ordering<virtual_set>(ordering);
 }
 
 }  // namespace vclock::shim

@@ -1,6 +1,6 @@
 // Conversions between a namespace's virtual clocks and the host's
 // (virtual_time.h).
-#include "virtual_time.h"
+#include "shim/virtual_time.h"
 
 #include <climits>
 

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "runtime.h"
+#include "lib/runtime.h"
 #include "vclock/detail/ns_reader.h"
 #include "vclock/ns_page.h"
 

@@ -44,10 +44,10 @@
 #include <cstdio>
 #include <type_traits>
 
-#include "export.h"
-#include "kernel_clock.h"
-#include "timer_watcher.h"
-#include "virtual_time.h"
+#include "lib/kernel_clock.h"
+#include "shim/export.h"
+#include "shim/timer_watcher.h"
+#include "shim/virtual_time.h"
 
 namespace vclock::shim {
 namespace {

@@ -39,12 +39,12 @@
 #include <cstdint>
 #include <cstring>
 
-#include "export.h"
-#include "kernel_clock.h"
-#include "runtime.h"
+#include "lib/kernel_clock.h"
+#include "lib/runtime.h"
+#include "shim/export.h"
+#include "shim/virtual_time.h"
 #include "vclock/detail/ns_reader.h"
 #include "vclock/vclock.h"
-#include "virtual_time.h"
 
 namespace vclock::shim {
 namespace {

@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include "time_sources.h"
+#include "lib/time_sources.h"
 #include "vclock/detail/arch.h"
 
 namespace vclock::sim {

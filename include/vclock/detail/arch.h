@@ -5,6 +5,11 @@
 //       `none` must exist (the relaxed read).
 //   inline constexpr counter_ordering strongest_ordering;  the careful
 //       paths' ordering (never hot, so the safest one).
+//   inline constexpr counter_ordering ordered_variants[];  the orderings
+//       each ordered entry point is compiled in, the default first.
+//   VCLOCK_ARCH_CHOOSES_ORDERING  1: more than one, bound by an ifunc.
+//   inline constexpr counter_ordering bracket_ordering;  waits for every
+//       earlier instruction: the bracket of a timed call.
 //   struct counter_read { std::uint64_t value; std::uint64_t zero; };
 //       `zero` is 0 but data-dependent on `value`: adding it to an address
 //       makes a later load wait for the counter read (see reader.h).

@@ -17,6 +17,10 @@ enum class counter_ordering : std::uint32_t { none = 0, ordered = 1 };
 
 // The strongest ordering: what the careful paths use (never hot).
 inline constexpr counter_ordering strongest_ordering = counter_ordering::ordered;
+// One ordered variant: nothing to choose, no ifunc.
+inline constexpr counter_ordering ordered_variants[] = {counter_ordering::ordered};
+#define VCLOCK_ARCH_CHOOSES_ORDERING 0
+inline constexpr counter_ordering bracket_ordering = counter_ordering::ordered;
 
 struct counter_read {
   std::uint64_t value;

@@ -17,6 +17,14 @@ enum class counter_ordering : std::uint32_t { none = 0, lfence = 1, mfence = 2, 
 
 // The strongest ordering: what the careful paths use (never hot).
 inline constexpr counter_ordering strongest_ordering = counter_ordering::mfence;
+// The ordered variants of every entry point, bound by an ifunc to the one
+// the CPU gets (src/lib/ordering.h); the first is the default.
+inline constexpr counter_ordering ordered_variants[] = {
+    counter_ordering::lfence, counter_ordering::mfence, counter_ordering::rdtscp};
+#define VCLOCK_ARCH_CHOOSES_ORDERING 1
+// The read that waits for every earlier instruction: the bracket of a
+// timed call (the CLI's and the benchmarks' timers).
+inline constexpr counter_ordering bracket_ordering = counter_ordering::lfence;
 
 struct counter_read {
   std::uint64_t value;

@@ -1,0 +1,241 @@
+// `vclock ns create|set|show|list|rm`: named virtual-time namespaces.
+#include "cli/ns/ns_command.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lib/timens_join.h"
+#include "timens/control.h"
+#include "timens/store.h"
+#include "timens/time_options.h"
+#include "tool/args.h"
+#include "tool/json.h"
+
+namespace vclock::cli {
+namespace {
+
+constexpr int exit_failed = 1;
+
+void print_help() {
+  std::printf(
+      "usage: vclock ns create NAME [TIME OPTIONS]\n"
+      "       vclock ns set NAME [TIME OPTIONS] [--thaw] [--allow-backward]\n"
+      "       vclock ns show [NAME] [--json]\n"
+      "       vclock ns list [--json]\n"
+      "       vclock ns rm NAME\n\n"
+      "Named virtual-time namespaces: a process joins one with VCLOCK_NS=NAME or\n"
+      "'vclock run --ns NAME'; 'set' reaches running processes at once. Root's live in\n"
+      "ns/ beside the host page (/run/vclock/ns), kept by vclockd when it runs; a user's in\n"
+      "$XDG_RUNTIME_DIR/vclock/ns.\n\n"
+      "time options:\n%s",
+      time_options_help("ns set").c_str());
+}
+
+std::string rate_text(std::uint64_t q32) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.9g", static_cast<double>(q32) / 4294967296.0);
+  return text;
+}
+
+std::string ns_text(std::int64_t ns) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%+.9f s", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+int show(const std::string& path, bool json) {
+  ns_header header{};
+  ns_params p{};
+  std::string error;
+  if (!read_ns_file(path, header, p, error)) {
+    std::fprintf(stderr, "vclock ns show: %s\n", error.c_str());
+    return exit_failed;
+  }
+  const host_times now = kernel_host_times();
+  const bool frozen = (p.flags & ns_flag_frozen) != 0;
+  const char* names[ns_family_count] = {"monotonic", "monotonic_raw", "boottime", "realtime"};
+  if (json) {
+    json_writer j;
+    j.begin_object()
+        .field("command", "ns show")
+        .field("name", std::string(header.name))
+        .field("file", path)
+        .field("creator_uid", static_cast<std::int64_t>(header.creator_uid))
+        .field("generation", static_cast<std::int64_t>(p.generation))
+        .field("frozen", frozen)
+        .field("rate", static_cast<double>(p.rate_running_q32) / 4294967296.0)
+        .field("offset_monotonic_ns", p.offset_monotonic_ns)
+        .field("offset_boottime_ns", p.offset_boottime_ns)
+        .field("offset_realtime_ns", p.offset_realtime_ns);
+    j.key("now_ns").begin_object();
+    for (int i = 0; i < ns_family_count; ++i) {
+      j.field(names[i], virtual_time(p, static_cast<ns_family>(i), now.ns[i]));
+    }
+    j.end_object().end_object();
+    std::printf("%s\n", j.str().c_str());
+    return exit_ok;
+  }
+  text_table t({"field", "value"});
+  const auto add = [&t](const char* name, std::string value) {
+    t.row().left(name).left(std::move(value));
+  };
+  add("name", header.name[0] != '\0' ? header.name : "(anonymous)");
+  add("file", path);
+  add("creator_uid", std::to_string(header.creator_uid));
+  add("generation", std::to_string(p.generation));
+  add("state", frozen ? "frozen" : "running");
+  add("rate", rate_text(p.rate_running_q32));
+  add("offset_monotonic", ns_text(p.offset_monotonic_ns) + " (at the last change)");
+  add("offset_boottime", ns_text(p.offset_boottime_ns));
+  add("offset_realtime", ns_text(p.offset_realtime_ns));
+  for (int i = 0; i < ns_family_count; ++i) {
+    const std::int64_t v = virtual_time(p, static_cast<ns_family>(i), now.ns[i]);
+    add((std::string(names[i]) + "_now").c_str(),
+        ns_text(v).substr(1) + " (host " + ns_text(now.ns[i]).substr(1) + ")");
+  }
+  std::fputs(t.str().c_str(), stdout);
+  return exit_ok;
+}
+
+int list(bool json) {
+  struct entry {
+    std::string name, file;
+  };
+  std::vector<entry> entries;
+  for (const std::string& dir : ns_directories()) {
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) continue;
+    while (const dirent* e = readdir(d)) {
+      if (!valid_ns_name(e->d_name)) continue;
+      entries.push_back({e->d_name, dir + "/" + e->d_name});
+    }
+    closedir(d);
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const entry& a, const entry& b) { return a.file < b.file; });
+  if (json) {
+    json_writer j;
+    j.begin_object().field("command", "ns list").key("namespaces").begin_array();
+    for (const entry& e : entries) {
+      j.begin_object().field("name", e.name).field("file", e.file).end_object();
+    }
+    j.end_array().end_object();
+    std::printf("%s\n", j.str().c_str());
+    return exit_ok;
+  }
+  for (const entry& e : entries) std::printf("%s\t%s\n", e.name.c_str(), e.file.c_str());
+  return exit_ok;
+}
+
+ns_outcome print(const ns_outcome& o) {
+  if (!o.message.empty()) std::fprintf(stderr, "%s\n", o.message.c_str());
+  return o;
+}
+
+// create, set, rm. Root's namespaces go through the vclockd that serves
+// the system's directory, when one answers (timens/control.h), except a `set`
+// of a file root wrote itself, which the daemon's user may not write.
+int change(const ns_request& request) {
+  std::string path;
+  if (request.verb == "create") {
+    std::string error;
+    const std::string dir = own_ns_directory(error);
+    if (dir.empty()) return print({exit_failed, "vclock ns create: " + error}).status;
+    path = dir + "/" + request.name;
+  } else {
+    path = ns_file_of(request.name);
+  }
+  const bool in_system_directory =
+      request.name[0] != '/' && path == system_ns_directory() + "/" + request.name;
+  struct stat file {};
+  const bool root_wrote_it =
+      request.verb == "set" && stat(path.c_str(), &file) == 0 && file.st_uid == 0;
+  ns_outcome answer;
+  if (geteuid() == 0 && in_system_directory && !root_wrote_it &&
+      ask_vclockd(ns_control_socket(), request, answer)) {
+    return print(answer).status;
+  }
+  return print(apply_ns_request(request, path)).status;
+}
+
+}  // namespace
+
+int run_ns(std::span<char* const> args) {
+  if (args.empty()) return usage_error("ns", "missing subcommand (create, set, show, list, rm)");
+  const std::string_view sub = args[0];
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    print_help();
+    return exit_ok;
+  }
+  const bool takes_name = sub == "create" || sub == "set" || sub == "rm";
+  if (!takes_name && sub != "show" && sub != "list") {
+    return usage_error("ns", "unknown subcommand '" + std::string(sub) + "'");
+  }
+  const std::string command = "ns " + std::string(sub);
+  std::string name;
+  time_options options;
+  std::vector<std::string> option_args;  // as given: a request to vclockd carries them
+  bool json = false;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--help" || a == "-h") {
+      print_help();
+      return exit_ok;
+    }
+    if (a == "--json" && (sub == "show" || sub == "list")) {
+      json = true;
+      continue;
+    }
+    if (sub == "create" || sub == "set") {
+      std::string error;
+      const std::size_t first = i;
+      const int taken = take_time_option(command, args, i, options, error);
+      if (taken < 0) return usage_error(command, error);
+      if (taken > 0) {
+        option_args.insert(option_args.end(), args.begin() + static_cast<std::ptrdiff_t>(first),
+                           args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        continue;
+      }
+    }
+    if (a.starts_with("-")) return usage_error(command, "unknown option '" + std::string(a) + "'");
+    if (!name.empty() || sub == "list") {
+      return usage_error(command, "unexpected argument '" + std::string(a) + "'");
+    }
+    name = std::string(a);
+  }
+  if (sub == "list") return list(json);
+  if (name.empty()) {
+    if (sub == "show") {
+      const char* joined = secure_getenv(ns_env);
+      if (joined == nullptr || joined[0] == '\0') {
+        std::printf(json ? "{\"command\": \"ns show\", \"name\": null}\n"
+                         : "this process is in no namespace (VCLOCK_NS is not set)\n");
+        return exit_ok;
+      }
+      name = joined;
+    } else {
+      return usage_error(command, "missing NAME");
+    }
+  }
+  if (name[0] != '/' && !valid_ns_name(name.c_str())) {
+    return usage_error(command, "'" + name +
+                                    "' is not a namespace name (letters, digits, '.', '_', "
+                                    "'-'; at most 63; not starting with '.')");
+  }
+  if (sub == "create" && name[0] == '/') return usage_error(command, "NAME is a name, not a path");
+  if (sub == "set" && !options.changes_clocks()) {
+    return usage_error(command, "nothing to change (see vclock ns --help)");
+  }
+  if (sub == "show") return show(ns_file_of(name), json);
+  return change(ns_request{std::string(sub), name, option_args});
+}
+
+}  // namespace vclock::cli
