@@ -4,10 +4,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+tools/install-deps.sh --build  # what the release preset needs; nothing when it is all there
 if ! cmake --preset release >/tmp/vclock-demo-configure.log 2>&1; then
   cat /tmp/vclock-demo-configure.log >&2
-  echo "demo: configuring failed; on Debian 12 run: apt-get install cmake ninja-build g++" \
-       "libgtest-dev libbenchmark-dev (or run .ci/run, which installs them)" >&2
+  echo "demo: configuring failed (see above)" >&2
   exit 1
 fi
 cmake --build build/release --target vclock_cli

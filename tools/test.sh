@@ -3,6 +3,7 @@
 # the format check, then the hot-path and signal-safety checks. Stops at the first failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+tools/install-deps.sh  # what the tests need, on Debian/Ubuntu; nothing when it is all there
 
 declare -a timings=()
 step() {

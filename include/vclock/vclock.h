@@ -1,7 +1,7 @@
 /* vclock: clock_gettime() from the CPU counter, in user space.
  *
  * The C API. Every function has the contract of the system call it is
- * named after; see ../docs/api.md and README.md. All functions are
+ * named after; see docs/api.md (the reference) in the source tree. All functions are
  * thread-safe and async-signal-safe, and never block, allocate, take a lock
  * or make a system call on the fast path. Usable from C99 and C++. */
 #ifndef VCLOCK_VCLOCK_H_
