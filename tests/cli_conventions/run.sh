@@ -22,7 +22,8 @@ fail() {
 }
 work=$(mktemp -d /tmp/vclock-cli-help.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-export XDG_RUNTIME_DIR=$work  # a stray `ns create` would write here, not in the user's
+# A stray `ns create` would write beside these (root: beside the page), not in the real ones.
+export XDG_RUNTIME_DIR=$work VCLOCK_PAGE=$work/run/page
 
 # The options a command's source knows: add_*("name" registrations and "--name" literals.
 known_options() {
