@@ -12,12 +12,12 @@
 # systemd-sysv). clang and libclang-rt-14-dev (libFuzzer; only a Recommends of clang) build
 # the attach fuzz target. libjemalloc2 and libfaketime: the shim with jemalloc (a test) and
 # against libfaketime (a bench row). abseil is an optional peer and is deliberately not
-# installed.
+# installed. help2man makes the man pages (a build without it skips them, with a message).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build_packages=(cmake ninja-build g++ libgtest-dev libbenchmark-dev pkg-config)
-test_packages=(clang-format systemd clang libclang-rt-14-dev libjemalloc2 libfaketime)
+test_packages=(clang-format systemd clang libclang-rt-14-dev libjemalloc2 libfaketime help2man)
 
 only_build=false
 case ${1:-} in

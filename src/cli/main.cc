@@ -13,6 +13,7 @@
 #include "cli/status/bound.h"
 #include "cli/status/status_command.h"
 #include "tool/args.h"
+#include "tool/version.h"
 
 namespace vclock::cli {
 namespace {
@@ -45,6 +46,9 @@ void print_usage() {
   }
   text +=
       "  help    this text; 'vclock help <command>' for a command's options\n\n"
+      "options:\n"
+      "  --help     this text\n"
+      "  --version  the version and the page ABI, one line\n\n"
       "exit status: 0 success, 1 a check failed, 2 bad usage ('vclock run': the command's)\n";
   std::fputs(text.c_str(), stdout);
 }
@@ -64,12 +68,16 @@ int run_help(std::span<char* const> args) {
     print_usage();
     return exit_ok;
   }
+  if (args.size() > 1) {
+    return usage_error("help", "unexpected argument '" + std::string(args[1]) + "'");
+  }
+  if (std::string_view(args[0]) == "help") {
+    print_usage();
+    return exit_ok;
+  }
   const command* c = find_command(args[0]);
   if (c == nullptr) {
     return usage_error("help", "unknown command '" + std::string(args[0]) + "'");
-  }
-  if (args.size() > 1) {
-    return usage_error("help", "unexpected argument '" + std::string(args[1]) + "'");
   }
   static char help_flag[] = "--help";
   char* const help_args[] = {help_flag};
@@ -83,6 +91,13 @@ int run(std::span<char* const> args) {
   const std::string_view name = args[0];
   if (name == "help" || name == "--help" || name == "-h") {
     return run_help(args.subspan(1));
+  }
+  if (name == "--version") {
+    if (args.size() > 1) {
+      return usage_error("", "unexpected argument '" + std::string(args[1]) + "'");
+    }
+    std::fputs(version_line("vclock").c_str(), stdout);
+    return exit_ok;
   }
   const command* c = find_command(name);
   if (c == nullptr) {

@@ -35,6 +35,7 @@
 #include "lib/timekeeper.h"
 #include "lib/trust.h"
 #include "tool/args.h"
+#include "tool/version.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/seqlock.h"
 
@@ -234,6 +235,7 @@ int run(const options& o) {
     log("%s", error.c_str());
     return 1;
   }
+  if (!wp.created_directory.empty()) log("created %s (0755)", wp.created_directory.c_str());
   log("publishing %s (inode %llu, %s)", o.page.c_str(), static_cast<unsigned long long>(wp.inode),
       !wp.reinitialised.empty() ? ("rewritten: " + wp.reinitialised).c_str()
       : wp.created              ? "created"
@@ -320,7 +322,9 @@ int main(int argc, char** argv) {
   options o;
   std::string realtime = "auto";
   vclock::cli::option_parser parser("vclockd");
-  parser.add_string("page", "PATH", &o.page, "the page to publish (default /run/vclock/page)");
+  parser.add_string(
+      "page", "PATH", &o.page,
+      "the page to publish (default /run/vclock/page; a missing directory is created, 0755)");
   parser.add_int("tick-us", "N", 100, 1'000'000, &o.tick_us,
                  "timekeeper period in microseconds (default 4000)");
   parser.add_string("bound-source", "SRC", &o.bound_source,
@@ -333,6 +337,8 @@ int main(int argc, char** argv) {
                  "stop when process PID exits (a private daemon: vclock run)");
   parser.add_flag("remove-on-exit", &o.remove_on_exit,
                   "remove the page, and its directory if empty, when stopping");
+  bool version = false;
+  parser.add_flag("version", &version, "print the version and the page ABI, one line, and exit");
   if (!parser.parse(std::span<char* const>(argv + 1, argv + argc))) {
     return vclock::daemon::usage(parser.error());
   }
@@ -342,6 +348,10 @@ int main(int argc, char** argv) {
         "One timekeeper for the machine: publishes vclock's page for every process.\n"
         "Runs in the foreground; exits 0 on SIGTERM or SIGINT.\n\noptions:\n%s",
         parser.options_help().c_str());
+    return 0;
+  }
+  if (version) {
+    std::fputs(vclock::cli::version_line("vclockd").c_str(), stdout);
     return 0;
   }
   if (o.page.empty()) return vclock::daemon::usage("--page: empty path");

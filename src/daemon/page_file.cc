@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 
 #include "lib/shared_page.h"
@@ -17,6 +18,12 @@ namespace {
 
 std::string errno_text(const char* what, const std::string& path) {
   return std::string(what) + " " + path + ": " + std::strerror(errno);
+}
+
+std::string strformat_mode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
 }
 
 // A complete page (zero, with a header) written to a new file beside
@@ -58,6 +65,63 @@ bool publish_new_file(const std::string& path, const machine_identity& me, bool 
   return true;
 }
 
+// A page's directory that another user could write is refused: whoever can
+// write it can swap the page under every reader (a sticky bit does not
+// help: the daemon would still trust what another user left there).
+bool directory_is_safe(const std::string& directory, std::string& error) {
+  struct stat st {};
+  if (stat(directory.c_str(), &st) != 0) {
+    error = errno_text("cannot stat", directory);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    error = directory + " is not a directory";
+    return false;
+  }
+  const bool others_write =
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 || (st.st_uid != geteuid() && st.st_uid != 0);
+  if (others_write) {
+    error = "refusing " + directory + ": others can write it (mode " + strformat_mode(st.st_mode) +
+            ", owner uid " + std::to_string(st.st_uid) +
+            "); make it 0755 and owned by this daemon's user or root, or let vclockd create it";
+    return false;
+  }
+  return true;
+}
+
+// The page's directory, created when missing (0755, this daemon's user,
+// with any missing parents), as chronyd and ptp4l create their run
+// directory. `made`: the directory, if this call created it.
+bool prepare_directory(const std::string& path, std::string& made, std::string& error) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return true;  // "." or "/": not ours to judge
+  const std::string directory = path.substr(0, slash);
+  struct stat st {};
+  if (stat(directory.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      error = errno_text("cannot stat", directory);
+      return false;
+    }
+    // Parents first (mkdir -p), each 0755 whatever the umask.
+    for (std::size_t at = directory.find('/', 1);; at = directory.find('/', at + 1)) {
+      const std::string part = directory.substr(0, at);
+      if (mkdir(part.c_str(), 0755) == 0) {
+        if (chmod(part.c_str(), 0755) != 0) {
+          error = errno_text("cannot set mode 0755 on", part);
+          return false;
+        }
+      } else if (errno != EEXIST) {
+        error = errno_text("cannot create", part);
+        return false;
+      }
+      if (at == std::string::npos) break;
+    }
+    made = directory;
+  }
+  // Also after creating it: another process may have made it first.
+  return directory_is_safe(directory, error);
+}
+
 // Fails (naming the holder) if another process has the page locked.
 bool lock_page(int fd, const std::string& path, std::string& error) {
   struct flock lock {};
@@ -84,6 +148,7 @@ bool lock_page(int fd, const std::string& path, std::string& error) {
 bool open_page_for_writing(const char* path_text, const machine_identity& me, writable_page& out,
                            std::string& error) {
   const std::string path = path_text;
+  if (!prepare_directory(path, out.created_directory, error)) return false;
   for (int attempt = 0; attempt < 4; ++attempt) {
     int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0 && errno == ENOENT) {

@@ -18,13 +18,16 @@ struct writable_page {
   page* p = nullptr;  // mapped read-write, shared
   ino_t inode = 0;
   bool created = false;  // the file did not exist
+  // The directory this daemon created for the page ("" if it existed).
+  std::string created_directory;
   // Why the header was written anew ("" if the existing page was kept).
   std::string reinitialised;
 };
 
 // Opens the page at `path`, creating it if needed, locks it (a second
 // daemon on the same page is refused, naming the pid that holds it), and
-// maps it. An existing page of this ABI major, this boot and this CPU is
+// maps it. A missing directory is created (0755); an existing one that
+// another user can write is refused. An existing page of this ABI major, this boot and this CPU is
 // kept as it is: the timekeeper repairs a half-written update and continues
 // from its parameters. A page of another boot, or garbage, is rewritten in
 // place (no reader can be using it: each refuses it). A page of another ABI

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/status/bound.h"
+#include "cli/status/page_presence.h"
 #include "cli/status/process_status.h"
 #include "cli/status/status_command.h"
 #include "tool/args.h"
@@ -25,7 +26,10 @@ void print_text(const status_snapshot& s) {
     t.row().left(name).left(std::move(value));
   };
   add("source", s.source);
-  if (!s.page.empty()) add("page", s.page + " (ABI " + s.page_abi + ")");
+  if (!s.page.empty()) {
+    const std::string absent = page_absence(s.page);
+    add("page", absent.empty() ? s.page + " (ABI " + s.page_abi + ")" : "none (" + absent + ")");
+  }
   if (!s.page_refused.empty()) add("page_refused", s.page_refused);
   if (s.daemon_pid != 0) add("daemon_pid", std::to_string(s.daemon_pid));
   if (!s.ns.empty()) add("ns", s.ns + " (virtual time: offsets below are virtual - kernel)");
@@ -65,12 +69,14 @@ void print_text(const status_snapshot& s) {
 // Key names are the status_snapshot field names, so scripts and the source
 // agree.
 void print_json(const status_snapshot& s) {
+  const std::string absent = s.page.empty() ? "" : page_absence(s.page);
   json_writer j;
   j.begin_object()
       .field("command", "status")
       .field("source", s.source)
-      .field("page", s.page)
+      .field("page", s.page.empty() || !absent.empty() ? "" : s.page)
       .field("page_abi", s.page_abi);
+  if (!s.page.empty() && !absent.empty()) j.field("page_absent", absent);
   if (!s.page_refused.empty()) j.field("page_refused", s.page_refused);
   if (s.daemon_pid != 0) j.field("daemon_pid", s.daemon_pid);
   if (!s.ns.empty()) j.field("ns", s.ns);
@@ -122,8 +128,9 @@ int run_status(std::span<char* const> args) {
   if (parser.help_requested()) {
     std::printf(
         "usage: vclock status [--json] [--pid P]\n\n"
-        "Starts the timekeeper, waits for calibration (up to %d ms) and prints its\n"
-        "state: mode, counter frequency, ordering instruction, age of the last\n"
+        "Reads vclockd's page (or, when no daemon serves, starts the timekeeper in\n"
+        "this process and waits up to %d ms for calibration) and prints its state:\n"
+        "source, page, mode, counter frequency, ordering instruction, age of the last\n"
         "update and the measured offset to the kernel's clocks.\n\n%s",
         calibration_wait_ms, parser.options_help().c_str());
     return exit_ok;
