@@ -2,6 +2,8 @@
 # Error-bounded time through a real vclockd (started and stopped here, by pid) with the fake
 # source, and the kernel source on this machine.
 #   usage: run.sh VCLOCKD VCLOCK BOUND_PROBE
+# Exit 0 all passed, 1 a check failed, 77 none failed but some could not run here (no chronyd,
+# not root), with the reasons on the last line.
 set -uo pipefail
 
 vclockd=$1
@@ -19,10 +21,8 @@ stop_daemon() {
 }
 trap 'stop_daemon; rm -rf "$dir"' EXIT
 
-passed=0
-failed=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+# shellcheck source=../support/results.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/results.sh"
 field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$1"; }
 fake=$dir/fake.json
 export VCLOCK_PAGE=$dir/page
@@ -34,8 +34,7 @@ daemon_pid=$!
 wait_attached "$vclock" "$VCLOCK_PAGE"
 if ! "$probe" wait 1 5000 >/dev/null; then
   fail "no synced bound within 5 s: $(cat "$dir/vclockd.log")"
-  echo "== $passed passed, $failed failed"
-  exit 1
+  finish
 fi
 # error 200 us (+ 100 ppb since the file was read), vclock's deviation, vclock's slew bound
 # over at most a validity window: within 1 % above the source's figure (2 % under TSan, whose
@@ -108,7 +107,7 @@ if [[ $(id -u) -eq 0 ]] && (((16#${cap_eff:-0} >> 25) & 1)); then
     fail "REALTIME stepped: $(cat "$dir/disrupted")"
   "$probe" wait 1 1000 >/dev/null && pass "then synced again" || fail "not synced after the step"
 else
-  echo "SKIP  disrupted: needs root with CAP_SYS_TIME"
+  skip "disrupted: needs root with CAP_SYS_TIME"
 fi
 stop_daemon
 
@@ -134,9 +133,9 @@ start_chronyd() { # CONF_EXTRA: starts chronyd -x on $chrony_port, with CONF_EXT
   chrony_pid=$!
 }
 if [[ -z $chronyd ]]; then
-  echo "SKIP  chrony source: no chronyd (Debian: chrony; .ci/run extracts it into build/chrony)"
+  skip "chrony source: no chronyd (Debian: chrony; .ci/run extracts it into build/chrony)"
 elif [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP  chrony source: chronyd -x is started as root here"
+  skip "chrony source: chronyd -x is started as root here"
 else
   chrony_port=$((20000 + $$ % 10000))
   trap 'stop_chronyd; stop_daemon; rm -rf "$dir"' EXIT
@@ -191,5 +190,4 @@ out=$("$vclockd" --page "$dir/other" --bound-source chrony:0 2>&1)
 out=$("$vclockd" --page "$dir/other" --bound-source sundial 2>&1)
 (($? == 2)) && pass "--bound-source sundial: exit 2: $out" || fail "--bound-source sundial: $out"
 
-echo "== $passed passed, $failed failed"
-((failed == 0))
+finish
