@@ -325,6 +325,7 @@ class driver {
     ::testing::Test::RecordProperty(prefix + "fallbacks", std::to_string(fallbacks));
     ::testing::Test::RecordProperty(prefix + "publishes", std::to_string(publishes_));
 
+    EXPECT_GT(publishes_, 0u) << rc_.label << ": the timekeeper never published";
     for (int i = 0; i < kind_count; ++i) {
       if (detail::is_coarse(kinds[i])) continue;
       const percentiles p = summarize(stats(kinds[i]).settled);
@@ -722,8 +723,13 @@ class driver {
             fmt("%s at %.6f s: err %" PRId64 " ns%s", kind_name(k), t_s, err, how), err);
       }
     }
-    // Settled error statistics.
-    if (!mid_update && t >= settled_from_ && t >= unsettled_until_) {
+    // Settled error statistics: of the counter's answers only. A kernel answer (a fallback)
+    // has no error to measure, and in a settled window it is itself the failure: the
+    // timekeeper never finished calibrating, or fell back for good.
+    if (!mid_update && t >= settled_from_ && t >= unsettled_until_ && kernel_called) {
+      v_["settled read answered by the kernel (fallback)"].add(
+          fmt("%s at %.6f s: mode reason %u", kind_name(k), t_s, page_->mode_reason), 0);
+    } else if (!mid_update && t >= settled_from_ && t >= unsettled_until_) {
       if (coarse) {
         st.settled.add(-err);
         if (err > 1000 || err < -(2 * rc_.tk.tick_ns)) {
