@@ -488,8 +488,11 @@ class driver {
 
   void check_faults(std::int64_t tick_start) {
     const auto reason = static_cast<fallback_reason>(page_->mode_reason);
-    const bool detected = page_->hot.max_delta == 0 || reason == fallback_reason::counter_jumped ||
-                          reason == fallback_reason::counter_rate_wrong;
+    // Detected: the page off for the fault's own reason. An off page alone is not a
+    // detection (a timekeeper still calibrating, or never started, has one too).
+    const bool detected =
+        page_->hot.max_delta == 0 && (reason == fallback_reason::counter_jumped ||
+                                      reason == fallback_reason::counter_rate_wrong);
     for (auto& f : faults_) {
       if (f.detected || f.reported) continue;
       if (detected && tick_start > f.at) {
