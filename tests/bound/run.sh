@@ -53,11 +53,14 @@ fake_sandwich() {
 # held off its CPU (in the middle of an update, or for three ticks) leaves readers no bound,
 # and they rightly answer UNKNOWN; its deviation grows meanwhile. Seen once under TSan in CI on
 # this 2-vCPU VM (1,357 of 10^6 UNKNOWN, the widest 204,220 ns; other runs 0 and at most
-# 202,400): that is measured once more, and fails when it happens in both runs.
+# 202,400): that is measured once more, and fails when it happens in both runs. A bound below
+# the source's figure is a defect, never preemption: it fails at once, as does a reading
+# outside its interval or its sandwich.
 if fake_sandwich; then
   pass "fake source: every one of 10^6 readings inside its interval ($wide dropped: preempted" \
     "sandwiches); half-width $min-$max ns for 200 us"
 elif first=$out && [[ $(field "$out" outside) == 0 && $(field "$out" disjoint) == 0 ]] &&
+  (($(field "$out" min_half) >= 200000)) &&
   echo "fake source: measuring again after a stale page or a wide interval: $first" &&
   fake_sandwich; then
   pass "fake source, second run: every one of 10^6 readings inside its interval ($wide" \
@@ -77,11 +80,16 @@ out=$("$probe" wait 0 100) && pass "malformed file: unknown $out" || fail "malfo
 sleep 0.05
 grep -q 'not a JSON object' "$dir/vclockd.log" && pass "malformed file: the daemon's log says why" ||
   fail "malformed file: nothing in the log: $(tail -3 "$dir/vclockd.log")"
+# Each bad file replaces a good one the daemon took (synced): only a rejection makes the
+# bound unknown again, so an accepted bad file (synced, or a wrong status) fails.
 for bad in '' '{"status": "synced", "error_ns": -1, "drift_ppb": 0}' \
   '{"status": "synced", "error_ns": 1, "drift_ppb": 0.5}' '{"status": "maybe", "error_ns": 1, "drift_ppb": 0}' \
   '{"status": "synced", "error_ns": 99999999999999999999, "drift_ppb": 0}'; do
+  echo '{"status": "synced", "error_ns": 200000, "drift_ppb": 100}' >"$fake"
+  "$probe" wait 1 1000 >/dev/null || fail "bad file '$bad': the good file before it not taken"
   printf '%s' "$bad" >"$fake"
-  out=$("$probe" wait 0 100) || fail "bad file '$bad': $out"
+  out=$("$probe" wait 0 1000) && pass "bad file '$bad' rejected: unknown $out" ||
+    fail "bad file '$bad' accepted: $out"
 done
 rm -f "$fake"
 out=$("$probe" wait 0 100) && pass "bad and missing files: unknown, daemon alive" || fail "missing file: $out"
@@ -152,9 +160,15 @@ else
     # chronyd serving its own clock claims (nearly) no error: the bound is vclock's own
     # deviation from the kernel, a few hundred ns, no wider than the sandwich itself. The
     # kernel's time at each reading must lie in the interval: it meets every sandwich.
+    # And it must be a bound at all: no reading UNKNOWN (chronyd stays synchronised
+    # throughout), and the half-width under 1 ms, a thousand times the few hundred ns expected
+    # and a thousand times below a +-1 s source, which would otherwise pass.
     out=$("$probe" sandwich 100000 2>/dev/null)
-    (($? == 0)) && pass "chrony source: 10^5 intervals, each meets its kernel sandwich: $out" ||
-      fail "chrony source: $out"
+    rc=$?
+    ((rc == 0)) && [[ $(field "$out" unknown) == 0 ]] &&
+      (($(field "$out" max_half) < 1000000)) &&
+      pass "chrony source: 10^5 intervals, each meets its kernel sandwich: $out" ||
+      fail "chrony source (exit $rc): $out"
     kill -STOP "$chrony_pid"
     out=$("$probe" wait 2 6000) && pass "chronyd stopped: free_running $out" ||
       fail "chronyd stopped: $out"
