@@ -252,6 +252,9 @@ for rate in 4 0.25; do
     if [[ $rate == 4 ]]; then within $ratio_x100 390 410 || ok=0; else within $ratio_x100 24 26 || ok=0; fi
   done
   real_ratio=$(($(difference "$out" realtime_last "$out" realtime_first) / 10000 / host_ms))
+  # REALTIME moves at the rate too, within the same 2.5 % (its first and last reads bracket the
+  # probe's host_ms as the others do).
+  if [[ $rate == 4 ]]; then within $real_ratio 390 410 || ok=0; else within $real_ratio 24 26 || ok=0; fi
   if ((ok)) && [[ $(field "$out" backward) == 0 ]]; then
     pass "rate $rate: MONOTONIC x$((ratio_x100))/100, REALTIME x$real_ratio/100 over $host_ms host ms"
   else
@@ -263,7 +266,10 @@ done
 t0=$(now_ns)
 "$vclock" run --rate 4 -- sleep 2
 ms=$((($(now_ns) - t0) / 1000000))
-within $ms 450 1400 && pass "rate 4: sleep 2 took $ms host ms" || fail "rate 4: sleep 2 took $ms ms"
+# 2 virtual s at rate 4 is 500 host ms, never less; `vclock run` adds its start (its private
+# vclockd, the shim's load: 60 ms idle on the CI VM, more under a sanitizer), so up to 500 ms
+# more: an effective rate of 2 or less fails (the old window, 450-1400 ms, passed 1.5).
+within $ms 500 999 && pass "rate 4: sleep 2 took $ms host ms" || fail "rate 4: sleep 2 took $ms ms"
 t0=$(now_ns)
 timeout 10 "$vclock" run --monotonic +1h --realtime -1d -- sleep 0.3
 ms=$((($(now_ns) - t0) / 1000000))
