@@ -3,6 +3,7 @@
 // line on stderr, every --json output is valid JSON, and a 2-second warp
 // run finds no warp on an ordered clock. No timing assertions.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -500,20 +501,33 @@ TEST(Cli, BenchGettimePerfCountsEveryClock) {
 
 TEST(Cli, WarpFindsNoWarpOnOrderedClocks) {
   if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
+  // A warp is one CPU's reading behind another's: with one CPU there is nothing to find,
+  // and a pass would prove nothing.
+  cpu_set_t usable;
+  CPU_ZERO(&usable);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(usable), &usable), 0);
+  if (CPU_COUNT(&usable) < 2) GTEST_SKIP() << "one usable CPU: no reading crosses CPUs";
   const cli_result r = run_cli({"warp", "--seconds", "2", "--json"});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   const json_value v = parse_or_fail(r.out);
+  ASSERT_NE(v.find("threads"), nullptr);
+  ASSERT_NE(v.find("cpus"), nullptr);
+  EXPECT_GE(v.find("threads")->number, 2);
+  EXPECT_GE(v.find("cpus")->items.size(), 2u) << r.out;
   const json_value* results = v.find("results");
   ASSERT_NE(results, nullptr);
   int ordered = 0;
   for (const json_value& res : results->items) {
-    for (const char* key : {"clock", "samples", "warps", "max_warp_ns"}) {
+    for (const char* key :
+         {"clock", "samples", "warps", "max_warp_ns", "handoffs", "cross_cpu_handoffs"}) {
       ASSERT_NE(res.find(key), nullptr) << key;
     }
     if (res.find("ordered")->boolean) {
       ++ordered;
       EXPECT_EQ(res.find("warps")->number, 0) << res.find("clock")->text;
       EXPECT_GT(res.find("samples")->number, 0) << res.find("clock")->text;
+      // Readings compared across CPUs, which is what a warp needs.
+      EXPECT_GT(res.find("cross_cpu_handoffs")->number, 0) << res.find("clock")->text;
     }
   }
   EXPECT_GT(ordered, 0);

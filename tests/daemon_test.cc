@@ -354,10 +354,31 @@ TEST(Daemon, StoppedPastTheValidityWindowReadersFollowTheKernel) {
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
   ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
   mapped_page m(path);
+  ASSERT_NE(m.get(), nullptr);
+  const page& p = *m.get();
   readers r(m, 2);
   kill(d.pid(), SIGSTOP);
   std::this_thread::sleep_for(100ms);
   const std::uint64_t updates_while_stopped = vclock::detail::load_relaxed(m.get()->updates);
+  // SIGSTOP took effect: no update for 50 ms more (12 ticks of 4 ms).
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(vclock::detail::load_relaxed(m.get()->updates), updates_while_stopped)
+      << "the daemon kept publishing: SIGSTOP did nothing";
+  // 150 ms stale, far past the validity window (3 ticks): a reader must ask the kernel, not
+  // extrapolate the counter (a reader that ignores max_delta never would).
+  int kernel_calls = 0;
+  const auto counter = [] {
+    return vclock::arch::read_counter<vclock::arch::counter_ordering::lfence>();
+  };
+  const std::int64_t v = vclock::detail::read_fast<clock_kind::monotonic>(p, counter, [&] {
+    return vclock::detail::read_careful<clock_kind::monotonic>(p, counter, [&] {
+      ++kernel_calls;
+      return vclock::kernel::now_ns(CLOCK_MONOTONIC);
+    });
+  });
+  const std::int64_t k = vclock::kernel::now_ns(CLOCK_MONOTONIC);
+  EXPECT_GT(kernel_calls, 0) << "a reader of a page stale for 150 ms did not fall back";
+  EXPECT_LE(v, k + tolerance_ns);
   kill(d.pid(), SIGCONT);
   std::this_thread::sleep_for(50ms);
   EXPECT_GT(vclock::detail::load_relaxed(m.get()->updates), updates_while_stopped);

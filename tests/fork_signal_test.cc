@@ -145,6 +145,12 @@ TEST(Fork, ChildKeepsWorkingAndStaysMonotonic) {
   last = before_fork;
   while (kernel_ns(CLOCK_MONOTONIC) < end && !HasFailure()) check_clocks_once(last);
   EXPECT_TRUE(child_passed_status(wait_with_watchdog(pid, std::chrono::seconds(30))));
+#if !defined(VCLOCK_TEST_ASAN)
+  if (!parent_status.counter_mode) {
+    GTEST_SKIP() << "the counter is not used here (" << parent_status.reason
+                 << "): the child's return to it was not checked";
+  }
+#endif
 }
 
 // --- signals ---------------------------------------------------------------------------------

@@ -17,24 +17,30 @@
 # A call through the PLT (foo@plt), or through the GOT (call *foo@GOTPCREL(%rip), with
 # -fno-plt), is a call of the external function foo, unless the library defines foo
 # itself (an exported function called through its PLT entry), which is then followed.
-# The roots are the dynamic symbols the library defines whose names start with vclock_
-# (nm -D --defined-only): the C API, including anything exported later. The GNU ifuncs
-# (vclock_gettime, vclock_gettime_ns, vclock_gettimeofday) root their resolvers, which
-# take the addresses of the per-ordering variants. For the LD_PRELOAD shim
-# (libvclock_preload.so) the roots are the libc functions it exports (SHIM_EXPORTS), and
-# the functions that choose its entry points (SHIM_CHOOSERS): each exported function jumps
-# through a pointer (SHIM_TABLES) that holds only what those choosers take the address
-# of, or its first-call function, so walking them walks every possible target.
+# The roots are every function the library exports (nm -D --defined-only: text, weak and
+# GNU ifunc symbols, whatever their names and versions), so the check is the same for any
+# .so: libvclock.so (the C API), the LD_PRELOAD shim (libvclock_preload.so: the libc
+# functions it interposes), a vDSO image. The GNU ifuncs (vclock_gettime, ...) root their
+# resolvers, which take the addresses of the per-ordering variants; a call through the PLT
+# slot of the library's own ifunc (R_X86_64_IRELATIVE) goes to its resolver likewise. The
+# shim's functions that choose its entry points (SHIM_CHOOSERS) are roots too: each clock
+# reader jumps through a pointer (SHIM_TABLES) that holds only what those choosers take the
+# address of, or its first-call function, so walking them walks every possible target.
+# A few exports are not async-signal-safe by their own contract (NOT_SIGNAL_SAFE, each with
+# its reason): what only they reach is listed, not held to the rules.
 #
 # An indirect call or jump (call *%rax, jmp *%rax) is accepted only if it is
 #   - a vDSO call: in one of VDSO_CALLERS below (kernel_clock.cc's gettime, getres and
 #     gettimeofday, whose only indirect calls go to the kernel's vDSO), or through a
-#     register loaded straight from VDSO_TABLE (the pointers kernel_clock.cc found in the
-#     vDSO; GCC inlines those calls into other functions at -O3), with no branch target and
-#     no call between the load and the call; or
+#     register loaded from VDSO_TABLE on every path (the pointers kernel_clock.cc found in
+#     the vDSO; GCC inlines those calls into other functions at -O3); or
 #   - a jump through one of SHIM_TABLES (see above), or a call through the shim's
-#     pointer to libc's own timespec_get / timespec_getres (found at load with dlsym; in
-#     glibc, clock_gettime and nothing else); or
+#     pointers to libc's own function of the name the program called (next_timespec_get,
+#     and the `real` tables of virtual_waits.cc and virtual_timers.cc: found by the
+#     constructor with dlsym(RTLD_NEXT), passed the call on; as safe as libc's); or
+#   - a call through a register that holds, on every path to it (a data flow over the
+#     function: loads, copies, cmov), only such pointers or the address of one of the
+#     library's own functions (which is then walked); or
 #   - a switch's jump table: jmp *%rX just after "add %rB,%rX", where %rB was loaded by a
 #     "lea T(%rip)" of a read-only table in the same function, and the table's 32-bit
 #     entries (offsets from T, read from the file) all land in the function or its .cold
@@ -46,7 +52,7 @@
 # Output: each external function reachable from a root, with one shortest chain from a
 # root (demangled), "ok" with the reason it is allowed, or "FAIL"; each accepted indirect
 # branch; each unexplained one as "FAIL".
-# Usage: tools/check-signal-safety.sh [path/to/libvclock.so or libvclock_preload.so]
+# Usage: tools/check-signal-safety.sh [path/to/libvclock.so, libvclock_preload.so, any .so]
 #   default build/release/libvclock.so, the release preset's -O3 build; the library must
 #   keep its symbol table (not stripped), which tells its local functions apart.
 # Exit status: 0 pass, 1 a check failed (or the library is missing), 77 skipped (not
@@ -168,11 +174,26 @@ VDSO_TABLE = "vclock::kernel::(anonymous namespace)::functions"
 
 # The shim (src/shim/preload.cc): what it exports, the pointers its exported functions jump
 # through, and the functions that fill them.
-SHIM_EXPORTS = {"clock_gettime", "clock_getres", "gettimeofday", "time", "timespec_get",
-                "timespec_getres", "ftime"}
+# Exports that are not async-signal-safe by their own contract (not on signal-safety(7)'s
+# list), and do something no handler could: the walk starts from them too, and lists what
+# only they reach, but does not hold it to the rules above. Every other export is held.
+NOT_SIGNAL_SAFE = {
+    "timer_create": "not on signal-safety(7)'s list: may start the shim's timer watcher "
+                    "thread (docs/virtual-time.md), and finds libc's timer functions",
+    "timerfd_create": "Linux's, not on signal-safety(7)'s list: may start the shim's timer "
+                      "watcher thread (docs/virtual-time.md), and finds libc's timer functions",
+    "pthread_cond_timedwait": "not on signal-safety(7)'s list: called before the shim's "
+                              "constructor, it finds libc's function (dlsym)",
+    "pthread_cond_clockwait": "not on signal-safety(7)'s list: called before the shim's "
+                              "constructor, it finds libc's function (dlsym)",
+    "sem_timedwait": "not on signal-safety(7)'s list (sem_post is): called before the shim's "
+                     "constructor, it finds libc's function (dlsym)",
+    "sem_clockwait": "not on signal-safety(7)'s list (sem_post is): called before the shim's "
+                     "constructor, it finds libc's function (dlsym)",
+}
 SHIM_NS = "vclock::shim::(anonymous namespace)::"
 SHIM_TABLES = re.compile(re.escape(SHIM_NS) + r"\w+_target$")
-SHIM_NEXT = re.compile(re.escape(SHIM_NS) + r"next_timespec_get(res)?$")
+SHIM_NEXT = re.compile(re.escape(SHIM_NS) + r"(next_timespec_get(res)?|real)$")
 SHIM_CHOOSERS = re.compile(re.escape(SHIM_NS) + r"(choose|first_\w+)$")
 
 
@@ -248,8 +269,9 @@ for line in run("nm", "-S", "-C", LIB).splitlines():
         shim_tables.append((start, end, m.group(3), "a chosen entry point (every value is "
                             "walked from the choosers)"))
     elif SHIM_NEXT.match(m.group(3)):
-        shim_tables.append((start, end, m.group(3), "libc's own function (glibc: "
-                            "clock_gettime or clock_getres, AS-Safe)"))
+        shim_tables.append((start, end, m.group(3), "libc's own function of the name the "
+                            "program called, passed on (the constructor's dlsym(RTLD_NEXT)): "
+                            "as safe as libc's"))
 
 
 def shim_table_at(addr):
@@ -388,47 +410,114 @@ IMPLICIT_WRITERS = re.compile(
     r"rdseed|enter)$")
 NON_WRITERS = re.compile(r"^(test|cmp|bt|ucomis|comis|ptest|vptest)\w*$")
 
-branch_targets = set()  # every address a direct branch goes to
+entered_from_outside = set()  # addresses a direct branch of another function goes to
 for f in funcs:
     for addr, mn, ops, comment in f["insns"]:
         m = re.match(r"^([0-9a-f]+) <", ops)
         if m and (mn in ("call", "jmp") or mn.startswith("j") or mn.startswith("loop")):
-            branch_targets.add(int(m.group(1), 16))
+            target = int(m.group(1), 16)
+            if not f["start"] <= target <= f["insns"][-1][0]:
+                entered_from_outside.add(target)
 
 
-def register_load(insns, k, reg):
-    """The address the register of the indirect branch insns[k] was loaded from (a plain
-    mov from a rip-relative address, on every path to the branch), or None."""
-    fam = reg_family(reg)
-    if fam is None:
-        return None
-    for j in range(k - 1, -1, -1):
-        addr, mn, ops, comment = insns[j]
-        if insns[j + 1][0] in branch_targets:
-            return None  # another path may reach the branch with another value
-        if mn in ("pop", "popq") and ops.startswith("%") and reg_family(ops) != fam:
-            continue  # an epilogue's pop: writes only that register (and %rsp)
-        if mn in ("call", "jmp", "ret") or IMPLICIT_WRITERS.match(mn):
-            return None
+CALLER_SAVED = {"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"}
+# What an instruction of IMPLICIT_WRITERS may write besides its operands (cpuid: rbx too).
+IMPLICIT_CLOBBERS = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r11"}
+NO_FALLTHROUGH = {"jmp", "ret", "ud2", "hlt"}
+
+
+def is_reg64(operand):
+    return re.fullmatch(r"%r(\d+|[abcd]x|si|di|bp|sp)", operand) is not None
+
+
+def written(mn, operands):
+    """The register families an instruction may write (rsp not tracked)."""
+    if mn == "call":
+        return CALLER_SAVED  # the ABI: a callee keeps rbx, rbp, r12-r15
+    if mn.startswith("push") or NON_WRITERS.match(mn) or not operands:
+        return set()
+    regs = {reg_family(o) for o in operands if o.startswith("%")} - {None}
+    if mn.startswith("pop"):
+        return regs
+    if IMPLICIT_WRITERS.match(mn):
+        return IMPLICIT_CLOBBERS | regs
+    last = operands[-1]
+    return {reg_family(last)} - {None} if last.startswith("%") else set()
+
+
+def successors(i, k, index_of):
+    """The instructions of function i that may run after its k-th one."""
+    addr, mn, ops, _ = funcs[i]["insns"][k]
+    out = [] if mn in NO_FALLTHROUGH else [k + 1]
+    m = re.match(r"^([0-9a-f]+) <", ops)
+    if m and (mn == "jmp" or re.match(r"^(j\w+|loop\w*|xbegin)$", mn)):
+        out.append(index_of.get(int(m.group(1), 16)))
+    elif mn == "jmp" and ops.startswith("*%"):
+        out.extend(index_of.get(t) for t in jump_table(i, funcs[i]["insns"], k, ops[1:]) or [])
+    return [s for s in out if s is not None and s < len(funcs[i]["insns"])]
+
+
+_sources = {}
+
+
+def register_sources(i):
+    """For each instruction of function i: what each register may hold on entry to it, on
+    every path through the function (a forward data flow): a set of ("slot", a), the value
+    loaded from the rip-relative address a ("mov a(%rip),%reg"), and ("code", f), the
+    address of the library's function f ("lea f(%rip),%reg"); copied by mov, joined by
+    cmov; nothing known after anything else writes it. Paths join by union; the entry, and
+    an address other functions (a .cold part) branch to, know nothing."""
+    if i in _sources:
+        return _sources[i]
+    insns = funcs[i]["insns"]
+    index_of = {addr: k for k, (addr, _, _, _) in enumerate(insns)}
+    state = [None] * len(insns)
+    work = []
+
+    def merge(k, incoming):
+        if state[k] is None:
+            state[k] = dict(incoming)
+        else:
+            joined = {r: state[k][r] | incoming[r] for r in state[k] if r in incoming}
+            if joined == state[k]:
+                return
+            state[k] = joined
+        work.append(k)
+
+    for k, (addr, _, _, _) in enumerate(insns):
+        if k == 0 or addr in entered_from_outside:
+            merge(k, {})
+    while work:
+        k = work.pop()
+        addr, mn, ops, comment = insns[k]
+        out = dict(state[k])
         operands = split_operands(ops)
-        if not operands or NON_WRITERS.match(mn):
-            continue
-        last = operands[-1]
-        if not last.startswith("%") or reg_family(last) != fam:
-            continue
-        if (mn in ("mov", "movq") and len(operands) == 2 and operands[0].endswith("(%rip)")
-                and comment is not None):
-            return comment
-        return None
-    return None
+        for fam in written(mn, operands):
+            out.pop(fam, None)
+        if len(operands) == 2 and is_reg64(operands[1]):
+            dst, src = reg_family(operands[1]), operands[0]
+            value = None
+            if mn == "lea" and comment is not None and func_at(comment) is not None:
+                value = frozenset([("code", comment)])
+            elif src.endswith("(%rip)") and comment is not None:
+                value = frozenset([("slot", comment)])
+            elif is_reg64(src):
+                value = state[k].get(reg_family(src))
+            if value is not None and mn in ("mov", "movq", "lea"):
+                out[dst] = value
+            elif value is not None and mn.startswith("cmov") and dst in state[k]:
+                out[dst] = state[k][dst] | value  # one or the other
+        for s in successors(i, k, index_of):
+            merge(s, out)
+    _sources[i] = [st if st is not None else {} for st in state]
+    return _sources[i]
 
 
-def vdso_load(insns, k, reg):
-    """True if the register of the indirect branch insns[k] was loaded from VDSO_TABLE."""
-    if vdso_table is None:
-        return False
-    comment = register_load(insns, k, reg)
-    return comment is not None and vdso_table[0] <= comment < vdso_table[1]
+def register_load(i, k, reg):
+    """What the register of the indirect branch funcs[i]["insns"][k] may hold (see
+    register_sources), or None if some path gives it another value."""
+    fam = reg_family(reg)
+    return register_sources(i)[k].get(fam) if fam is not None else None
 
 
 def jump_table(i, insns, k, reg):
@@ -464,6 +553,16 @@ def jump_table(i, insns, k, reg):
     return None
 
 
+def slot_reason(slot):
+    """Why an indirect branch through a pointer loaded from `slot` is safe, or None."""
+    if vdso_table is not None and vdso_table[0] <= slot < vdso_table[1]:
+        return f"a vDSO call (pointer loaded from {VDSO_TABLE})"
+    if shim_table_at(slot):
+        name, why = shim_table_at(slot)
+        return f"{why}: loaded from {name}"
+    return None
+
+
 # --- The graph -----------------------------------------------------------------------------
 # edges[i]: list of (kind, target) with target ("f", index) or ("x", external name);
 # kind "-->" (call or jump) or "&->" (address taken).
@@ -473,7 +572,12 @@ indirect_bad = [[] for _ in funcs]  # (addr, text)
 
 
 def local_or_external(name):
-    """A symbol a PLT or GOT slot names: the library's own function, or an external one."""
+    """A symbol a PLT or GOT slot names: the library's own function, or an external one.
+    A slot of the library's own GNU ifunc (R_X86_64_IRELATIVE, "*ABS*+0xADDR") names its
+    resolver, which takes the address of every variant it may choose."""
+    m = re.fullmatch(r"\*ABS\*\+(0x[0-9a-f]+)", name)
+    if m and func_at(int(m.group(1), 16)) is not None:
+        return ("f", func_at(int(m.group(1), 16)))
     if name in defined:
         j = func_at(defined[name][0])
         if j is not None:
@@ -513,17 +617,17 @@ for i, f in enumerate(funcs):
                     edges[i].append(("-->", target_of_address(slot[1])))
                     continue
             if operand.startswith("%"):
-                table = register_load(insns, k, operand)
-                if table is not None and shim_table_at(table):
-                    name, why = shim_table_at(table)
-                    indirect_ok[i].append((addr, text, f"{why}: loaded from {name}"))
-                    continue
                 if base_name(i) in VDSO_CALLERS:
                     indirect_ok[i].append((addr, text, "a vDSO call (an allowed caller)"))
                     continue
-                if vdso_load(insns, k, operand):
-                    indirect_ok[i].append((addr, text, "a vDSO call (pointer loaded from "
-                                           f"{VDSO_TABLE})"))
+                values = sorted(register_load(i, k, operand) or [])
+                reasons = [slot_reason(v) if kind == "slot" else "the address of a function "
+                           "of the library, walked" for kind, v in values]
+                if reasons and all(reasons):
+                    for kind, v in values:
+                        if kind == "code" and func_at(v) != i:
+                            edges[i].append(("-->", ("f", func_at(v))))
+                    indirect_ok[i].append((addr, text, "; ".join(sorted(set(reasons)))))
                     continue
                 if mn == "jmp":
                     targets = jump_table(i, insns, k, operand)
@@ -566,8 +670,6 @@ for i, f in enumerate(funcs):
 # --- Roots and the walk ------------------------------------------------------------------
 roots = []  # (exported name, function index)
 for name, (addr, kind) in sorted(defined.items()):
-    if not name.startswith("vclock_") and name not in SHIM_EXPORTS:
-        continue
     if kind.upper() not in ("T", "I", "W"):  # code: T (text), i (GNU ifunc), W (weak)
         continue
     j = func_at(addr)
@@ -575,31 +677,42 @@ for name, (addr, kind) in sorted(defined.items()):
         fail(f"entry point {name} at {addr:#x} is not in any function of the disassembly")
     roots.append((name, j))
 if not roots:
-    fail(f"no vclock_* function exported by {SHOWN}")
-if any(name in SHIM_EXPORTS for name, _ in roots):
-    for j in range(len(funcs)):
-        chooser = base_name(j)
-        if SHIM_CHOOSERS.match(chooser) and not is_plt(j):
-            defined.setdefault(chooser, (funcs[j]["start"], "t"))
-            roots.append((chooser, j))
+    fail(f"no function exported by {SHOWN}")
+for j in range(len(funcs)):
+    chooser = base_name(j)
+    if SHIM_CHOOSERS.match(chooser) and not is_plt(j):
+        defined.setdefault(chooser, (funcs[j]["start"], "t"))
+        roots.append((chooser, j))
+held_roots = [(name, j) for name, j in roots if name not in NOT_SIGNAL_SAFE]
+exempt_roots = [(name, j) for name, j in roots if name in NOT_SIGNAL_SAFE]
 
+# Breadth first, so that each node's chain is a shortest one: first from the roots that are
+# held to the rules, then on from the exempt ones (what only they reach).
 parent = {}  # node -> (previous node, kind); nodes are ("f", i) or ("x", name)
-queue = deque()
 root_label = {}
-for name, j in roots:
-    node = ("f", j)
-    if node not in parent:
-        parent[node] = None
-        root_label[node] = name
-        queue.append(node)
-while queue:
-    node = queue.popleft()
-    if node[0] != "f":
-        continue
-    for kind, t in edges[node[1]]:
-        if t not in parent:
-            parent[t] = (node, kind)
-            queue.append(t)
+
+
+def walk(from_roots):
+    queue = deque()
+    for name, j in from_roots:
+        node = ("f", j)
+        if node not in parent:
+            parent[node] = None
+            root_label[node] = name
+            queue.append(node)
+    while queue:
+        node = queue.popleft()
+        if node[0] != "f":
+            continue
+        for kind, t in edges[node[1]]:
+            if t not in parent:
+                parent[t] = (node, kind)
+                queue.append(t)
+    return set(parent)
+
+
+held = walk(held_roots)
+exempt_only = walk(exempt_roots) - held
 
 
 def show(node):
@@ -633,13 +746,20 @@ def chain(node):
     return [head] + hops[::-1]
 
 
-reached = sorted((n for n in parent if n[0] == "f"), key=lambda n: funcs[n[1]]["start"])
-externals = sorted((n for n in parent if n[0] == "x"), key=lambda n: show(n).lower())
+reached = sorted((n for n in held if n[0] == "f"), key=lambda n: funcs[n[1]]["start"])
+externals = sorted((n for n in held if n[0] == "x"), key=lambda n: show(n).lower())
 bad_externals = [n for n in externals if n[1] not in ALLOWED]
 bad_indirect = [n for n in reached if indirect_bad[n[1]]]
 print(f"check-signal-safety: {SHOWN}: {len(roots)} entry points "
       f"({', '.join(n for n, _ in roots)}); {len(reached)} functions and "
       f"{len(externals)} external functions reachable")
+for name, _ in exempt_roots:
+    print(f"  not held  {name}: {NOT_SIGNAL_SAFE[name]}")
+if exempt_roots:
+    only = sorted(show(n) for n in exempt_only if n[0] == "x")
+    print(f"  not held  what only those reach: "
+          f"{len([n for n in exempt_only if n[0] == 'f'])} functions, and "
+          f"{', '.join(only) if only else 'no external function'}")
 for node in externals:
     if node[1] in ALLOWED:
         print(f"  ok    {show(node)}: {ALLOWED[node[1]]}")

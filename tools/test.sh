@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # The test command of README.md and CI: every workflow preset (configure, build, ctest), then
 # the format check, then the hot-path and signal-safety checks. Stops at the first failure.
+# Ends with the results counted (tools/test-results.sh): each failure, each skip with its
+# reason (expected on CI's machine, tools/expected-skips, or not: then it fails the run), and
+# last, alone on its line, "N passed, M failed, K skipped" (every ctest test of every preset,
+# and each check after them).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 tools/install-deps.sh  # what the tests need, on Debian/Ubuntu; nothing when it is all there
+
+presets=(dev asan tsan release)
+logs=build/test-logs # each step's output, and the results (one line per test)
+rm -rf "${logs}"
+mkdir -p "${logs}"
+results=${logs}/results.tsv
+: >"${results}"
 
 declare -a timings=()
 step() {
@@ -11,20 +22,49 @@ step() {
   shift
   echo "::: ${name}"
   local start=$SECONDS rc=0
-  "$@" || rc=$?
+  rm -f "${logs}/skipped"
+  "$@" 2>&1 | tee "${logs}/${name}.log" || rc=$?
+  record "${name}" "${rc}"
   timings+=("$(printf '%-13s %4ds  %s' "${name}" $((SECONDS - start)) \
     "$([[ ${rc} -eq 0 ]] && echo ok || echo "FAILED (exit ${rc})")")")
   return "${rc}"
 }
 
-print_timings() {
-  ((${#timings[@]})) || return 0
-  echo "::: timings"
-  printf '  %s\n' "${timings[@]}"
+# A preset's ctest results, or a check's own: passed, failed, or skipped (skippable below).
+record() {
+  local name=$1 rc=$2
+  if [[ " ${presets[*]} " == *" ${name} "* ]]; then
+    bash tools/test-results.sh ctest "${name}" "${logs}/${name}.log" \
+      "build/${name}/Testing/Temporary/LastTest.log" >>"${results}"
+    if ((rc != 0)) && ! awk -F '\t' -v p="${name}" '$1 == p && $3 == "failed" { f = 1 }
+        END { exit !f }' "${results}"; then
+      printf '%s\tworkflow\tfailed\tconfigure or build: exit %s\n' "${name}" "${rc}" >>"${results}"
+    fi
+  elif ((rc != 0)); then
+    printf 'check\t%s\tfailed\texit %s\n' "${name}" "${rc}" >>"${results}"
+  elif [[ -f ${logs}/skipped ]]; then
+    local reason
+    reason=$(grep -i 'skip' "${logs}/${name}.log" | grep -v '^skipped: ' | tail -n 1 || true)
+    printf 'check\t%s\tskipped\t%s\n' "${name}" "${reason:-$(cat "${logs}/skipped")}" \
+      >>"${results}"
+  else
+    printf 'check\t%s\tpassed\t\n' "${name}" >>"${results}"
+  fi
 }
-trap print_timings EXIT
 
-for preset in dev asan tsan release; do
+finish() {
+  local rc=$?
+  if ((${#timings[@]})); then
+    echo "::: timings"
+    printf '  %s\n' "${timings[@]}"
+  fi
+  echo "::: results"
+  bash tools/test-results.sh summary "${results}" || rc=1
+  exit "${rc}"
+}
+trap finish EXIT
+
+for preset in "${presets[@]}"; do
   step "${preset}" cmake --workflow --preset "${preset}"
 done
 
@@ -41,12 +81,13 @@ step clang-format format_check
 step layout bash tools/check-layout.sh
 
 # The checks below exit 77 for "skipped" (not x86-64, no objdump, no clang++ or libFuzzer): a
-# result, not a failure. Runs "$@" and says so when it skipped.
+# result, not a failure, counted as such (its reason: the check's last line that says skip).
 skippable() {
   local rc=0
   "$@" || rc=$?
   if ((rc == 77)); then
     echo "skipped: $*"
+    echo "$*" >"${logs}/skipped"
     return 0
   fi
   return "$rc"

@@ -41,7 +41,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
-#include <cstdio>
 #include <type_traits>
 
 #include "lib/kernel_clock.h"
@@ -91,11 +90,51 @@ F next_timer(const char* name) noexcept {
   real.timer_delete = next_timer<timer_delete_fn>("timer_delete");
 }
 
-// A call that comes before the constructor ran (another library's
-// constructor) finds the functions itself.
+int not_a_timer() noexcept {
+  errno = EINVAL;
+  return -1;
+}
+
+// A timer_create or timerfd_create that comes before the constructor ran
+// (another library's constructor) finds the functions itself: neither is
+// async-signal-safe. The other calls are (timer_settime and timer_gettime
+// are on signal-safety(7)'s list) and never look them up, which takes
+// the loader's lock: a timer they are given was made by a timer_create,
+// which found them (see settime_function and friends below).
 const real_timer_functions& functions() noexcept {
   if (real.timer_delete == nullptr || real.timerfd_gettime == nullptr) find_real_timers();
   return real;
+}
+
+// libc's function where the constructor or a *_create found it, else one
+// that does what it does without it: timerfd_settime and timerfd_gettime
+// are the system call in glibc; a timer_t cannot come from anything but a
+// timer_create (which found libc's timer_* first, above), so without them
+// the id is not a timer (EINVAL, as the kernel says of one it does not know).
+int timerfd_settime_syscall(int fd, int flags, const itimerspec* want, itimerspec* old) {
+  return static_cast<int>(syscall(SYS_timerfd_settime, fd, flags, want, old));
+}
+int timerfd_gettime_syscall(int fd, itimerspec* current) {
+  return static_cast<int>(syscall(SYS_timerfd_gettime, fd, current));
+}
+int no_timer_settime(timer_t, int, const itimerspec*, itimerspec*) { return not_a_timer(); }
+int no_timer_gettime(timer_t, itimerspec*) { return not_a_timer(); }
+int no_timer_delete(timer_t) { return not_a_timer(); }
+
+timerfd_settime_fn timerfd_settime_function() noexcept {
+  return real.timerfd_settime != nullptr ? real.timerfd_settime : timerfd_settime_syscall;
+}
+timerfd_gettime_fn timerfd_gettime_function() noexcept {
+  return real.timerfd_gettime != nullptr ? real.timerfd_gettime : timerfd_gettime_syscall;
+}
+timer_settime_fn timer_settime_function() noexcept {
+  return real.timer_settime != nullptr ? real.timer_settime : no_timer_settime;
+}
+timer_gettime_fn timer_gettime_function() noexcept {
+  return real.timer_gettime != nullptr ? real.timer_gettime : no_timer_gettime;
+}
+timer_delete_fn timer_delete_function() noexcept {
+  return real.timer_delete != nullptr ? real.timer_delete : no_timer_delete;
 }
 
 // --- which clock a timer runs on ----------------------------------------------------------
@@ -140,11 +179,46 @@ void remember_timerfd(int fd, clockid_t clock) noexcept {
   }
 }
 
-// A number the kernel shows in a timerfd's fdinfo, e.g. "clockid: 1" for
-// `format` "clockid: %llu"; false if absent.
-bool timerfd_info(int fd, const char* format, unsigned long long& value) noexcept {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+// "/proc/self/fdinfo/<fd>", written by hand: timerfd_settime may be called
+// from a signal handler, and stdio's formatting is not async-signal-safe.
+constexpr char fdinfo_prefix[] = "/proc/self/fdinfo/";
+void fdinfo_path(int fd, char (&path)[sizeof(fdinfo_prefix) + 11]) noexcept {
+  __builtin_memcpy(path, fdinfo_prefix, sizeof(fdinfo_prefix) - 1);
+  char digits[11];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(fd); n == 0 || v != 0; v /= 10) {
+    digits[n++] = static_cast<char>('0' + v % 10);
+  }
+  char* out = path + sizeof(fdinfo_prefix) - 1;
+  while (n > 0) *out++ = digits[--n];
+  *out = '\0';
+}
+
+// The number after `key` (e.g. "clockid:") at the start of one of the
+// lines of `text`, blanks skipped; false if no line has it.
+bool field_value(const char* text, const char* key, unsigned long long& value) noexcept {
+  const std::size_t key_length = __builtin_strlen(key);
+  for (const char* line = text; line != nullptr && *line != '\0';) {
+    if (__builtin_strncmp(line, key, key_length) == 0) {
+      const char* p = line + key_length;
+      while (*p == ' ' || *p == '\t') ++p;
+      if (*p < '0' || *p > '9') return false;
+      value = 0;
+      for (; *p >= '0' && *p <= '9'; ++p) value = value * 10 + static_cast<unsigned>(*p - '0');
+      return true;
+    }
+    const char* end = __builtin_strchr(line, '\n');
+    line = end != nullptr ? end + 1 : nullptr;
+  }
+  return false;
+}
+
+// A number the kernel shows in a timerfd's fdinfo, e.g. 1 for `key`
+// "clockid:" from its line "clockid: 1"; false if absent.
+bool timerfd_info(int fd, const char* key, unsigned long long& value) noexcept {
+  if (fd < 0) return false;
+  char path[sizeof(fdinfo_prefix) + 11];
+  fdinfo_path(fd, path);
   const int f = open(path, O_RDONLY | O_CLOEXEC);
   if (f < 0) return false;
   char text[512];
@@ -152,18 +226,13 @@ bool timerfd_info(int fd, const char* format, unsigned long long& value) noexcep
   close(f);
   if (n <= 0) return false;
   text[n] = '\0';
-  for (const char* line = text; line != nullptr && *line != '\0';) {
-    if (std::sscanf(line, format, &value) == 1) return true;
-    const char* end = __builtin_strchr(line, '\n');
-    line = end != nullptr ? end + 1 : nullptr;
-  }
-  return false;
+  return field_value(text, key, value);
 }
 
 int timerfd_clock_from_proc(int fd) noexcept {
   unsigned long long clock = 0;
-  return timerfd_info(fd, "clockid: %llu", clock) && clock < 255 ? static_cast<int>(clock)
-                                                                 : unknown_clock;
+  return timerfd_info(fd, "clockid:", clock) && clock < 255 ? static_cast<int>(clock)
+                                                            : unknown_clock;
 }
 
 int timerfd_clock(int fd) noexcept {
@@ -389,7 +458,7 @@ constexpr unsigned long set_ticks_request = _IOW('T', 0, std::uint64_t);
 
 std::uint64_t pending_ticks(int fd) noexcept {
   unsigned long long ticks = 0;
-  return timerfd_info(fd, "ticks: %llu", ticks) ? ticks : 0;
+  return timerfd_info(fd, "ticks:", ticks) ? ticks : 0;
 }
 
 enum class rearm_result { done, retry };
@@ -489,12 +558,12 @@ VCLOCK_SHIM_EXPORT int timerfd_create(clockid_t clock, int flags) {
 }
 
 VCLOCK_SHIM_EXPORT int timerfd_settime(int fd, int flags, const itimerspec* want, itimerspec* old) {
-  return s::settime(s::functions().timerfd_settime, s::timerfd_clock, s::timerfd_record, fd, flags,
+  return s::settime(s::timerfd_settime_function(), s::timerfd_clock, s::timerfd_record, fd, flags,
                     TFD_TIMER_ABSTIME, want, old);
 }
 
 VCLOCK_SHIM_EXPORT int timerfd_gettime(int fd, itimerspec* current) {
-  return s::gettime(s::functions().timerfd_gettime, s::timerfd_clock, fd, current);
+  return s::gettime(s::timerfd_gettime_function(), s::timerfd_clock, fd, current);
 }
 
 // timer_* in both versions of the one ABI (see the top of this file).
@@ -509,16 +578,16 @@ VCLOCK_SHIM_EXPORT int vclock_shim_timer_create(clockid_t clock, sigevent* event
 
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_settime(timer_t id, int flags, const itimerspec* want,
                                                  itimerspec* old) {
-  return s::settime(s::functions().timer_settime, s::timer_clock, s::timer_record, id, flags,
+  return s::settime(s::timer_settime_function(), s::timer_clock, s::timer_record, id, flags,
                     TIMER_ABSTIME, want, old);
 }
 
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_gettime(timer_t id, itimerspec* current) {
-  return s::gettime(s::functions().timer_gettime, s::timer_clock, id, current);
+  return s::gettime(s::timer_gettime_function(), s::timer_clock, id, current);
 }
 
 VCLOCK_SHIM_EXPORT int vclock_shim_timer_delete(timer_t id) {
-  const int result = s::functions().timer_delete(id);
+  const int result = s::timer_delete_function()(id);
   if (result == 0) s::forget_timer(id);
   return result;
 }

@@ -3,7 +3,8 @@
 # probe, coreutils, python3), through the shim. Every figure is checked against the host's
 # clocks read outside the namespace (the raw system call, or this script's own `date`).
 #   usage: run.sh VCLOCK SHIM NS_PROBE TIMER_PROBE VCLOCKD
-# Exit 0 all passed, 1 a case failed, 77 skipped (no python3 is not a skip: its cases are).
+# Exit 0 all passed, 1 a case failed, 77 none failed but some could not run here (no unshare,
+# no python3, not root: tests/support/results.sh), with the reasons on the last line.
 set -uo pipefail
 
 vclock=$1
@@ -44,10 +45,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0
-failed=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
+# shellcheck source=../support/results.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/results.sh"
 now_ns() { date +%s%N; }
 field() { # LINE NAME: the value after NAME in a "name value name value" line
   awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$1"
@@ -142,14 +141,14 @@ if unshare -T --monotonic 1000 --fork -- true 2>/dev/null; then
     fail "in unshare -T without VCLOCK_NS: $out / $(grep -E '^(source|kernel_timens|page_refused)' <<<"$status")"
   fi
 else
-  echo "SKIP  unshare -T: not permitted here"
+  skip "unshare -T: not permitted here"
 fi
 # A process that unshares a time namespace and forks without exec: the child must notice (the
 # library was loaded in the parent's namespace).
 out=$("$vclock" run -- "$probe" unshare-fork 1000 2>&1)
 rc=$?
 if ((rc == 77)); then
-  echo "SKIP  unshare(CLONE_NEWTIME) then fork: not permitted here"
+  skip "unshare(CLONE_NEWTIME) then fork: not permitted here"
 else
   d_mono=$(difference "$out" virtual_monotonic "$out" host_monotonic)
   d_boot=$(difference "$out" virtual_boottime "$out" host_boottime)
@@ -225,11 +224,11 @@ if unshare -T --monotonic 1 --fork -- true 2>/dev/null; then
         fail "--kernel-timens as nobody: $out"
       fi
     else
-      echo "SKIP  --kernel-timens as another user: no unprivileged user namespaces here"
+      skip "--kernel-timens as another user: no unprivileged user namespaces here"
     fi
   fi
 else
-  echo "SKIP  --kernel-timens: time namespaces not permitted here"
+  skip "--kernel-timens: time namespaces not permitted here"
 fi
 out=$("$vclock" run --kernel-timens --ns x -- true 2>&1)
 [[ $? == 2 && $(wc -l <<<"$out") == 1 ]] && pass "--kernel-timens with --ns: exit 2, one line" ||
@@ -253,6 +252,9 @@ for rate in 4 0.25; do
     if [[ $rate == 4 ]]; then within $ratio_x100 390 410 || ok=0; else within $ratio_x100 24 26 || ok=0; fi
   done
   real_ratio=$(($(difference "$out" realtime_last "$out" realtime_first) / 10000 / host_ms))
+  # REALTIME moves at the rate too, within the same 2.5 % (its first and last reads bracket the
+  # probe's host_ms as the others do).
+  if [[ $rate == 4 ]]; then within $real_ratio 390 410 || ok=0; else within $real_ratio 24 26 || ok=0; fi
   if ((ok)) && [[ $(field "$out" backward) == 0 ]]; then
     pass "rate $rate: MONOTONIC x$((ratio_x100))/100, REALTIME x$real_ratio/100 over $host_ms host ms"
   else
@@ -264,7 +266,10 @@ done
 t0=$(now_ns)
 "$vclock" run --rate 4 -- sleep 2
 ms=$((($(now_ns) - t0) / 1000000))
-within $ms 450 1400 && pass "rate 4: sleep 2 took $ms host ms" || fail "rate 4: sleep 2 took $ms ms"
+# 2 virtual s at rate 4 is 500 host ms, never less; `vclock run` adds its start (its private
+# vclockd, the shim's load: 60 ms idle on the CI VM, more under a sanitizer), so up to 500 ms
+# more: an effective rate of 2 or less fails (the old window, 450-1400 ms, passed 1.5).
+within $ms 500 999 && pass "rate 4: sleep 2 took $ms host ms" || fail "rate 4: sleep 2 took $ms ms"
 t0=$(now_ns)
 timeout 10 "$vclock" run --monotonic +1h --realtime -1d -- sleep 0.3
 ms=$((($(now_ns) - t0) / 1000000))
@@ -313,7 +318,7 @@ print(" ".join(out))'
     ((ok)) && pass "python3 waits ($opts), virtual/host ms: $out" || fail "python3 waits ($opts): $out"
   done
 else
-  echo "SKIP  python3 waits: no python3"
+  skip "python3 waits: no python3"
 fi
 
 # --- Timers (timerfd, POSIX) fire in virtual time -------------------------------------------
@@ -609,7 +614,7 @@ print "$answer\n";'
 if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null; then
   daemon_case
 else
-  echo "SKIP  root's namespaces kept by vclockd: needs root (and setpriv) to run vclockd as another user"
+  skip "root's namespaces kept by vclockd: needs root (and setpriv) to run vclockd as another user"
 fi
 
 # --- Bad input: one line, exit 2 (1 for a failed change), never a wrong time ----------------
@@ -637,7 +642,7 @@ if [[ $(id -u) -eq 0 ]]; then
   expect 2 'owned by neither' "foreign-owned namespace" "$vclock" run --ns "$twice" -- true
   chown 0 "$file"
 else
-  echo "SKIP  foreign-owned namespace: needs root to chown"
+  skip "foreign-owned namespace: needs root to chown"
 fi
 
 # --- Nothing left behind, nothing outside moved ----------------------------------------------
@@ -649,5 +654,4 @@ out=$("$probe" now)
 d=$(difference "$out" virtual_realtime "$out" host_realtime)
 within $d -$s $s && pass "outside a namespace: host time" || fail "outside: $out"
 
-echo "== $passed passed, $failed failed"
-((failed == 0))
+finish

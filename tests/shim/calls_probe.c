@@ -44,25 +44,65 @@ static int64_t ftime_ns(void) {
 }
 #pragma GCC diagnostic pop
 
+// Every clock the shim serves, each read through `gettime` between two raw system calls
+// (which no shim sees): a reading outside [before - slack, after + slack] is a clock answered
+// from another clock's line (MONOTONIC from REALTIME's is 56 years off). Slack: vclock may
+// lead or lag the kernel by its error (tens of ns; 100 us is ample, as run.sh's bracket);
+// a coarse clock is a tick's snapshot, the kernel's and vclock's taken at different ticks, so
+// either may lead by up to a tick: 10 ms (as run.sh). Returns the calls made, or -1 with the
+// failure printed.
+typedef int (*gettime_fn)(clockid_t, struct timespec*);
+static int check_every_clock(const char* func, gettime_fn gettime) {
+  static const struct {
+    clockid_t id;
+    const char* name;
+    int64_t slack_ns;
+  } clocks[] = {{CLOCK_REALTIME, "REALTIME", 100000},
+                {CLOCK_MONOTONIC, "MONOTONIC", 100000},
+                {CLOCK_MONOTONIC_RAW, "MONOTONIC_RAW", 100000},
+                {CLOCK_BOOTTIME, "BOOTTIME", 100000},
+                {CLOCK_TAI, "TAI", 100000},
+                {CLOCK_REALTIME_COARSE, "REALTIME_COARSE", 10000000},
+                {CLOCK_MONOTONIC_COARSE, "MONOTONIC_COARSE", 10000000}};
+  for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); ++i) {
+    struct timespec k1 = {0, 0}, v = {0, 0}, k2 = {0, 0};
+    syscall(SYS_clock_gettime, clocks[i].id, &k1);
+    gettime(clocks[i].id, &v);
+    syscall(SYS_clock_gettime, clocks[i].id, &k2);
+    if (ns_of(v) < ns_of(k1) - clocks[i].slack_ns || ns_of(v) > ns_of(k2) + clocks[i].slack_ns) {
+      fprintf(stderr,
+              "FAIL: %s(CLOCK_%s) %" PRId64 " outside the kernel's [%" PRId64 ", %" PRId64 "]\n",
+              func, clocks[i].name, ns_of(v), ns_of(k1), ns_of(k2));
+      return -1;
+    }
+  }
+  return (int)(sizeof(clocks) / sizeof(clocks[0]));
+}
+
 // One round of `func`: its REALTIME reading in *real and, when the call has one, MONOTONIC in
-// *mono (else -1). Returns the number of interposed calls made, 0 for an unknown name.
+// *mono (else -1); clock_gettime checks every clock against the kernel too. Returns the
+// number of interposed calls made, 0 for an unknown name, -1 when a clock failed its check.
 static int read_once(const char* func, int64_t* real, int64_t* mono) {
   struct timespec ts = {0, 0};
   *mono = -1;
   if (strcmp(func, "clock_gettime") == 0) {
+    const int checked = check_every_clock(func, clock_gettime);
+    if (checked < 0) return -1;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     *mono = ns_of(ts);
     clock_gettime(CLOCK_REALTIME, &ts);
     *real = ns_of(ts);
-    return 2;
+    return 2 + checked;
   }
 #if !defined(CALLS_PROBE_STATIC)
   if (strcmp(func, "clock_gettime@GLIBC_2.2.5") == 0) {
+    const int checked = check_every_clock(func, clock_gettime_2_2_5);
+    if (checked < 0) return -1;
     clock_gettime_2_2_5(CLOCK_MONOTONIC, &ts);
     *mono = ns_of(ts);
     clock_gettime_2_2_5(CLOCK_REALTIME, &ts);
     *real = ns_of(ts);
-    return 2;
+    return 2 + checked;
   }
 #endif
   if (strcmp(func, "time") == 0) {
@@ -102,6 +142,7 @@ int main(int argc, char** argv) {
   const int64_t end = raw_monotonic_ns() + 300000000;
   do {
     const int n = read_once(func, &real, &mono);
+    if (n < 0) return 1;
     if (n == 0) {
       fprintf(stderr,
               "usage: calls_probe [clock_gettime|clock_gettime@GLIBC_2.2.5|time|"

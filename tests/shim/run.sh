@@ -28,7 +28,8 @@
 # Environment: CC (compiles the static and ASan probes; default cc), PYTHON, PERL, NODE, JAVA,
 # JAVAC, RUSTC (default: from PATH), JEMALLOC (default Debian's libjemalloc.so.2),
 # SHIM_TIMEOUT (seconds per program, default 30). A program that is missing is skipped with a
-# one-line message. Exit status: 0 all passed, 1 a check failed, 77 no shim.
+# one-line message. Exit status: 0 all passed, 1 a check failed, 77 no shim, or none failed but
+# some could not run here (a program missing, not root), with the reasons on the last line.
 set -euo pipefail
 export LC_ALL=C # EPOCHREALTIME's decimal point
 
@@ -96,12 +97,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-passed=0
-failed=0
-skipped=0
-pass() { echo "PASS  $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL  $*"; failed=$((failed + 1)); }
-skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
+# shellcheck source=../support/results.sh
+source "$here/../support/results.sh"
 
 # Nanoseconds as milliseconds with three decimals.
 ms() {
@@ -519,6 +516,4 @@ page=off
 run_all
 
 total_ns=$(((${EPOCHREALTIME/./} - script_start_us) * 1000))
-echo "== $passed passed, $failed failed, $skipped skipped in $(ms "$total_ns")" \
-  "$( ((no_shim)) && echo '(--no-shim: no stats checked)')"
-((failed == 0))
+finish "in $(ms "$total_ns")$( ((no_shim)) && echo ' (--no-shim: no stats checked)')"

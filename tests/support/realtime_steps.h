@@ -3,7 +3,8 @@
 // every 100 ms for minutes after a VM fork). vclock mirrors a step within its documented lag
 // (tests/step_lag holds it to 1 ms on a machine with a CPU to spare), so a REALTIME or TAI
 // reading taken that close after a step may still be off by the step. The tests that sandwich
-// those clocks between two kernel readings skip the samples taken within 50 ms of a step: an
+// those clocks between two kernel readings skip the samples taken within 50 ms of a step (and
+// one whose own check was preempted), and count them (realtime_excused_counts): an
 // in-process timekeeper competing with a test's 16 busy threads, or with its fork storm, on
 // 2 CPUs was seen more than 5 ms late. MONOTONIC, ordering and every other check still apply
 // to every sample; without steps nothing is skipped.
@@ -68,6 +69,10 @@ inline bool kernel_offset(std::int64_t& offset) noexcept {
   return width < offset_noise_ns / 2;
 }
 
+// How many samples were asked about, and how many excused (realtime_excused_counts()).
+inline std::atomic<std::uint64_t> asked{0};
+inline std::atomic<std::uint64_t> excused{0};
+
 inline std::atomic<int> watch_fd{-1};
 inline std::atomic<std::int64_t> last_step_ns{INT64_MIN / 2};
 // Held while one call reads the timerfd: a read that finds the step consumes it, so a call
@@ -106,9 +111,8 @@ inline bool realtime_stepped_recently(std::int64_t window_ns = 50'000'000) noexc
   const bool narrow = d::kernel_offset(offset);
   const std::int64_t last = d::last_offset_ns.load();
   if (narrow) d::last_offset_ns.store(offset);
-  // A read too wide to compare (a preemption inside it) counts as a step: skip, not misjudge.
-  if (!narrow || (last != INT64_MIN &&
-                  (offset - last > d::offset_noise_ns || last - offset > d::offset_noise_ns))) {
+  if (narrow && last != INT64_MIN &&
+      (offset - last > d::offset_noise_ns || last - offset > d::offset_noise_ns)) {
     d::last_step_ns.store(now);
   }
   const int fd = d::watch_fd.load();
@@ -117,10 +121,25 @@ inline bool realtime_stepped_recently(std::int64_t window_ns = 50'000'000) noexc
     d::last_step_ns.store(now);
     d::arm(fd);  // a step between the read and this re-arm is covered by the window from now
   }
-  const bool recent = now - d::last_step_ns.load() <= window_ns;
+  // A read too wide to compare (a preemption inside it) excuses this sample only: a step it
+  // hid shows at the next narrow read, against the last narrow one, and opens the window then.
+  const bool recent = !narrow || now - d::last_step_ns.load() <= window_ns;
   d::reading.store(false, std::memory_order_release);
+  d::asked.fetch_add(1, std::memory_order_relaxed);
+  if (recent) d::excused.fetch_add(1, std::memory_order_relaxed);
   errno = saved_errno;
   return recent;
+}
+
+// The samples realtime_stepped_recently() was asked about in this process, and how many it
+// excused (a call that found another one reading counts as neither): a test that excused most
+// of its samples judged little, and must say so (tests/support/realtime_steps_check.cc).
+struct excused_counts {
+  std::uint64_t asked;
+  std::uint64_t excused;
+};
+inline excused_counts realtime_excused_counts() noexcept {
+  return {realtime_steps_detail::asked.load(), realtime_steps_detail::excused.load()};
 }
 
 }  // namespace vclock::test
