@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build_packages=(cmake ninja-build g++ libgtest-dev libbenchmark-dev pkg-config)
-test_packages=(clang-format systemd clang libclang-rt-14-dev libjemalloc2 libfaketime help2man)
+test_packages=(clang-format clang-tidy systemd clang libclang-rt-14-dev libjemalloc2 libfaketime help2man)
 
 only_build=false
 case ${1:-} in
