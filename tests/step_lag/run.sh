@@ -73,7 +73,7 @@ measure_once() {
   p99=$(field lag_p99_ns)
   max=$(field lag_max_ns)
   restored=$(field realtime_restored)
-  floor_policy=$(field floor_policy)
+  floor_policy=$(field floor_policy | tr -d '"')
   floor_p50=$(field floor_lag_p50_ns)
   floor_p99=$(field floor_lag_p99_ns)
   wake_p50=$(field floor_wake_p50_ns)
