@@ -12,6 +12,8 @@
 #include "lib/ordering.h"
 #include "lib/runtime.h"
 #include "lib/trust.h"
+#include "vclock/detail/arch.h"
+#include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 
@@ -33,6 +35,19 @@ std::int64_t offset_now(clockid_t clock) {
     }
   }
   return best;
+}
+
+// Whether the hot line is past its window now: the test readers make
+// (reader.h, read_careful), so that status says what they do. A counter a
+// few ticks behind cycle_last (another CPU's) is not stale.
+bool hot_line_stale(const page& p) {
+  const std::uint64_t max_delta = detail::load(p.hot.max_delta);
+  const std::uint64_t delta =
+      arch::read_counter<arch::strongest_ordering>().value - detail::load(p.hot.cycle_last);
+  if (static_cast<std::int64_t>(delta) < 0 && std::uint64_t{0} - delta <= detail::max_lag_ticks) {
+    return false;
+  }
+  return delta >= max_delta;
 }
 
 }  // namespace
@@ -92,6 +107,7 @@ status_snapshot read_status(int wait_ms) {
   const auto reason = static_cast<fallback_reason>(detail::load_relaxed(p.mode_reason));
   s.counter_mode = reason == fallback_reason::none && detail::load(p.hot.max_delta) != 0;
   s.reason = fallback_reason_text(reason);
+  s.page_stale = s.counter_mode && hot_line_stale(p);
   // From the page, which the in-process timekeeper and vclockd both keep.
   s.tick_ns = detail::load_relaxed(p.tick_ns);
   s.counter_hz = static_cast<double>(detail::load_relaxed(p.counter_hz));
@@ -103,11 +119,25 @@ status_snapshot read_status(int wait_ms) {
   if (s.updates > 0) {
     s.update_age_ns = kernel::now_ns(CLOCK_MONOTONIC) - detail::load_relaxed(p.last_update_mono_ns);
   }
+  if (s.page_stale) {
+    s.counter_mode = false;
+    const char* writer = detail::current_source() == detail::page_source::shared
+                             ? "vclockd"
+                             : "the timekeeper thread";
+    s.reason = std::string("page stale: ") + writer + " has not updated it for " +
+               std::to_string(std::max<std::int64_t>(s.update_age_ns, 0) / 1'000'000) + " ms";
+  }
   vclock_bounds b{};
   vclock_now_bounded(CLOCK_REALTIME, &b);
   s.sync_status = b.status;
   if (b.earliest_ns != INT64_MIN && b.latest_ns != INT64_MAX) {
     s.bound_ns = (b.latest_ns - b.earliest_ns) / 2;
+  }
+  // A stale page vouches for nothing (API.md: UNKNOWN when the page is
+  // stale), also if its writer went on between the two reads above.
+  if (s.page_stale) {
+    s.sync_status = VCLOCK_SYNC_UNKNOWN;
+    s.bound_ns = -1;
   }
   s.offset_realtime_ns = offset_now(CLOCK_REALTIME);
   s.offset_monotonic_ns = offset_now(CLOCK_MONOTONIC);

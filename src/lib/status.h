@@ -19,8 +19,13 @@ struct status_snapshot {
   // daemon's page (kernel_frame.h); both 0 when it adds none.
   std::int64_t timens_monotonic_ns = 0;
   std::int64_t timens_boottime_ns = 0;
-  std::string page_abi;            // "3.0": the page's ABI major.minor
-  bool counter_mode = false;       // the page answers from the counter
+  std::string page_abi;  // "3.0": the page's ABI major.minor
+  // What readers do now: counter_mode is true only while the page is in
+  // counter mode and fresh. A page whose writer stopped updating it (past
+  // its window, hot.max_delta) is stale: readers ask the kernel, so it is
+  // reported as fallback, with the writer and the page's age in `reason`.
+  bool counter_mode = false;       // readers answer from the counter
+  bool page_stale = false;         // the page is in counter mode, but past its window
   std::string reason;              // why not (empty in counter mode)
   std::string counter;             // "tsc"
   std::string ordering;            // "lfence;rdtsc", ... (the ordered entry points)

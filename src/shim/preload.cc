@@ -8,12 +8,14 @@
 //                vclock_gettime binds to; clock_gettime's adds one test for a
 //                null timespec);
 //   counting     the same, counting served and forwarded calls, when
-//                VCLOCK_SHIM_STATS is set (shim_stats.h);
+//                VCLOCK_SHIM_STATS is set (shim_stats.h): the page's fast
+//                path inlined as in vclock's own, plus one increment of a
+//                per-thread counter (the kernel's, counted, with no page);
 //   pass-through the kernel's vDSO, for VCLOCK_DISABLE=1.
 // Nothing on any of these paths allocates, locks, calls dlsym or touches
-// TLS other than errno; the time comes from the runtime that libvclock.so
-// has (the daemon's shared page, else a timekeeper thread created parked at
-// load), linked in here with every symbol hidden (preload.map).
+// TLS other than errno (and the counting path's initial-exec slot pointer); the time comes from the
+// runtime that libvclock.so has (the daemon's shared page, else a timekeeper thread created parked
+// at load), linked in here with every symbol hidden (preload.map).
 //
 // libc's time(), gettimeofday(), timespec_get() and ftime() do not call the
 // interposable clock_gettime, so each is interposed in its own right.
@@ -95,26 +97,121 @@ time_t kernel_time(time_t* t) noexcept {
 
 // --- counting: vclock's entry points, each call counted --------------------------------------
 
-// vclock's ordered entry points, for the counting ones (set by choose()).
+// vclock's ordered entry points, for the calls the counting ones do not
+// answer on their own fast path (set by choose()).
 std::atomic<gettime_fn> vclock_gettime_target{nullptr};
 std::atomic<gettimeofday_fn> vclock_gettimeofday_target{nullptr};
 
-int counting_gettime(clockid_t clock, timespec* ts) noexcept {
+namespace d = vclock::detail;
+using arch::counter_ordering;
+using d::clock_kind;
+
+// The page's fast path, as vclock's entry point runs it (api.cc): an
+// answer from it is served, at the cost of one increment
+// (shim_stats.h). Every other call goes through vclock's entry point and
+// is classified after it (cold: it reads the counter again).
+template <clock_kind K, counter_ordering O>
+[[gnu::always_inline]] inline bool fast_into(timespec& r) noexcept {
+  if constexpr (d::is_coarse(K)) {
+    return d::try_read_coarse<K, d::as_timespec>(d::the_page, r);
+  } else {
+    return d::try_read_fast<K, d::as_timespec>(
+        d::the_page, [] { return arch::read_counter<O>(); }, r);
+  }
+}
+
+[[gnu::cold, gnu::noinline]] int counting_gettime_slow(clockid_t clock, timespec* ts) noexcept {
   const int r = vclock_gettime_target.load(std::memory_order_relaxed)(clock, ts);
   count_read(clock, r == 0);
   return r;
 }
 
-int counting_gettimeofday(timeval* tv, void* tz) noexcept {
+template <clock_kind K, counter_ordering O>
+[[gnu::always_inline]] inline int counting_into(clockid_t clock, timespec* ts) noexcept {
+  timespec r;
+  if (fast_into<K, O>(r)) [[likely]] {
+    *ts = r;
+    count_served();
+    return 0;
+  }
+  return counting_gettime_slow(clock, ts);
+}
+
+// The clocks after MONOTONIC, REALTIME and the coarse ones, out of line.
+template <counter_ordering O>
+[[gnu::noinline]] int counting_gettime_other(clockid_t clock, timespec* ts) noexcept {
+  if (clock == CLOCK_MONOTONIC_RAW) return counting_into<clock_kind::monotonic_raw, O>(clock, ts);
+  if (clock == CLOCK_BOOTTIME) return counting_into<clock_kind::boottime, O>(clock, ts);
+  if (clock == CLOCK_TAI) return counting_into<clock_kind::tai, O>(clock, ts);
+  return counting_gettime_slow(clock, ts);
+}
+
+template <counter_ordering O>
+int counting_gettime(clockid_t clock, timespec* ts) noexcept {
+  if (ts == nullptr) [[unlikely]] {
+    return counting_gettime_slow(clock, ts);
+  }
+  if (clock == CLOCK_MONOTONIC) [[likely]] {
+    return counting_into<clock_kind::monotonic, O>(clock, ts);
+  }
+  if (clock == CLOCK_REALTIME) return counting_into<clock_kind::realtime, O>(clock, ts);
+  if (clock == CLOCK_MONOTONIC_COARSE) {
+    return counting_into<clock_kind::monotonic_coarse, O>(clock, ts);
+  }
+  if (clock == CLOCK_REALTIME_COARSE) {
+    return counting_into<clock_kind::realtime_coarse, O>(clock, ts);
+  }
+  return counting_gettime_other<O>(clock, ts);
+}
+
+[[gnu::cold, gnu::noinline]] int counting_gettimeofday_slow(timeval* tv, void* tz) noexcept {
   const int r = vclock_gettimeofday_target.load(std::memory_order_relaxed)(tv, tz);
   count_read(CLOCK_REALTIME, r == 0 && tv != nullptr);
   return r;
 }
 
-time_t counting_time(time_t* t) noexcept {
+template <counter_ordering O>
+int counting_gettimeofday(timeval* tv, void* tz) noexcept {
+  timespec r;
+  if (tv != nullptr && tz == nullptr && fast_into<clock_kind::realtime, O>(r)) [[likely]] {
+    d::to_timeval(r, tv);
+    count_served();
+    return 0;
+  }
+  return counting_gettimeofday_slow(tv, tz);
+}
+
+[[gnu::cold, gnu::noinline]] time_t counting_time_slow(time_t* t) noexcept {
   const time_t r = vclock_time(t);
   count_read(CLOCK_REALTIME_COARSE, true);
   return r;
+}
+
+time_t counting_time(time_t* t) noexcept {
+  std::int64_t seconds;
+  if (d::try_read_time(d::the_page, seconds)) [[likely]] {
+    if (t != nullptr) *t = static_cast<time_t>(seconds);
+    count_served();
+    return static_cast<time_t>(seconds);
+  }
+  return counting_time_slow(t);
+}
+
+// --- counting with no page: the kernel answers, each call counted as forwarded ----------------
+
+int counting_kernel_gettime(clockid_t clock, timespec* ts) noexcept {
+  count_forwarded();
+  return kernel_gettime(clock, ts);
+}
+
+int counting_kernel_gettimeofday(timeval* tv, void* tz) noexcept {
+  count_forwarded();
+  return kernel_gettimeofday(tv, tz);
+}
+
+time_t counting_kernel_time(time_t* t) noexcept {
+  count_forwarded();
+  return kernel_time(t);
 }
 
 // --- choosing, once -----------------------------------------------------------------------------
@@ -125,6 +222,38 @@ struct chosen_functions {
   gettimeofday_fn gettimeofday;
   time_fn time;
 };
+
+template <counter_ordering O>
+chosen_functions counting_functions_for() noexcept {
+  return {counting_gettime<O>, vclock_getres, counting_gettimeofday<O>, counting_time};
+}
+
+// Counting: vclock's entry points for this CPU's ordering where a page (or
+// a namespace) serves, else (no page, or VCLOCK_DISABLE=1) the kernel's,
+// as pass-through would be.
+chosen_functions counting_functions() noexcept {
+  if (read_startup_settings().disable || (detail::current_source() != detail::page_source::shared &&
+                                          detail::joined_namespace == nullptr)) {
+    return {counting_kernel_gettime, kernel_getres, counting_kernel_gettimeofday,
+            counting_kernel_time};
+  }
+  const detail::entry_points ep = ordered();
+  vclock_gettime_target.store(ep.gettime_or_efault, std::memory_order_relaxed);
+  vclock_gettimeofday_target.store(ep.gettimeofday, std::memory_order_relaxed);
+  switch (chosen_ordering()) {
+#if defined(__x86_64__)
+    case counter_ordering::mfence:
+      return counting_functions_for<counter_ordering::mfence>();
+    case counter_ordering::rdtscp:
+      return counting_functions_for<counter_ordering::rdtscp>();
+    default:
+      return counting_functions_for<counter_ordering::lfence>();
+#else
+    default:
+      return counting_functions_for<counter_ordering::ordered>();
+#endif
+  }
+}
 
 // Until the runtime's constructor has attached to a daemon's page (and
 // for good if there is none) vclock's entry points would only forward to
@@ -146,12 +275,8 @@ chosen_functions choose() noexcept {
       const detail::entry_points ep = ordered();
       return {ep.gettime_or_efault, vclock_getres, ep.gettimeofday, vclock_time};
     }
-    case mode::counting: {
-      const detail::entry_points ep = ordered();
-      vclock_gettime_target.store(ep.gettime_or_efault, std::memory_order_relaxed);
-      vclock_gettimeofday_target.store(ep.gettimeofday, std::memory_order_relaxed);
-      return {counting_gettime, vclock_getres, counting_gettimeofday, counting_time};
-    }
+    case mode::counting:
+      return counting_functions();
     case mode::pass_through:
       break;
   }

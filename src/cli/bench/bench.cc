@@ -44,6 +44,7 @@
 
 #include "cli/bench/bench_contenders.h"
 #include "cli/bench/bench_results.h"
+#include "cli/bench/bench_shim_stats.h"
 #include "cli/bench/gettime_perf.h"
 #include "cli/cpu.h"
 #include "lib/status.h"
@@ -257,6 +258,9 @@ int print_help(const option_parser& parser) {
 }  // namespace
 
 int run_bench(std::span<char* const> args) {
+  if (is_shim_stats_helper(args)) {
+    return run_shim_stats_helper(args);
+  }
   bench_options o;
   option_parser parser("bench");
   parser.add_flag("--quick", &o.quick, "fewer, shorter trials: under 15 s in all");

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 
+#include "cli/bench/bench_shim_stats.h"
 #include "cli/bench/bench_timens.h"
 #include "cli/cpu.h"
 #include "cli/run/run.h"
@@ -169,6 +170,9 @@ loaded_shim faketime_shim;
 // that VCLOCK_NS names while it runs. Offsets only, and a rate.
 loaded_shim ns_offsets_shim;
 loaded_shim ns_rate_shim;
+// The shim counting its calls (VCLOCK_SHIM_STATS), in a helper process:
+// bench_shim_stats.h. Hot loop only, as the kernel time namespace's row.
+bool shim_stats_helper = false;
 
 template <const loaded_shim& S, clockid_t C>
 std::uint64_t shim_ts() noexcept {
@@ -486,6 +490,7 @@ void prepare_contenders() {
     nanosleep(&calibration, nullptr);
   }
   if (vclock_shim.gettime != nullptr) {
+    shim_stats_helper = start_shim_stats_helper(shim);
     time_options offsets;
     offsets.realtime_offset_ns = std::int64_t{86400} * 1'000'000'000;
     offsets.monotonic_offset_ns = std::int64_t{3600} * 1'000'000'000;
@@ -515,6 +520,10 @@ std::vector<contender> hot_contenders() {
     out.push_back(make<shim_ts<vclock_shim, CLOCK_MONOTONIC>>(
         "shim", "libvclock_preload clock_gettime", "MONOTONIC"));
   }
+  if (shim_stats_helper) {
+    out.push_back({"shim", "shim with stats: libvclock_preload clock_gettime", "MONOTONIC",
+                   shim_stats_gettime_loop, nullptr, nullptr});
+  }
   if (ns_offsets_shim.gettime != nullptr) {
     out.push_back(make<shim_ts<ns_offsets_shim, CLOCK_MONOTONIC>>(
         "ns", "shim in a namespace, offsets: clock_gettime", "MONOTONIC"));
@@ -538,6 +547,10 @@ std::vector<contender> hot_contenders() {
   out.push_back(make<vclock_time_s>("vclock", "vclock_time"));
   if (vclock_shim.time != nullptr) {
     out.push_back(make<shim_time<vclock_shim>>("shim", "libvclock_preload time"));
+  }
+  if (shim_stats_helper) {
+    out.push_back({"shim", "shim with stats: libvclock_preload time", "", shim_stats_time_loop,
+                   nullptr, nullptr});
   }
   if (faketime_shim.time != nullptr) {
     out.push_back(make<shim_time<faketime_shim>>("faketime", "libfaketime time"));

@@ -19,6 +19,15 @@
 // the sampler. Probes wider than a quarter of the threshold were preempted
 // themselves and are dropped: their offsets are not to be trusted.
 //
+// The floor (step_lag_floor.h): a bare thread at vclockd's policy and
+// priority, blocked on a TFD_TIMER_CANCEL_ON_SET timerfd, counts its
+// wake-ups, and the sampler reads the count in every probe beside vclock's
+// REALTIME: its lag, measured as vclock's, is what a writer that published
+// the instant it woke would show. Its own wake-up times, and the page's
+// publish time by its writer's clock, are reported beside it: they tell the
+// writer's delay from the sampler's (a sampler preempted by the waking
+// threads sees both late).
+//
 // With --inject-steps a thread makes the steps itself: every 50 ms it
 // steps REALTIME by +US, then by -US, with clock_adjtime(ADJ_SETOFFSET),
 // which adds the offset in the kernel, so each pair puts the clock back
@@ -45,10 +54,13 @@
 #include <vector>
 
 #include "cli/cpu.h"
+#include "cli/measure/step_lag_floor.h"
 #include "cli/measure/track.h"
 #include "lib/kernel_clock.h"
+#include "lib/runtime.h"
 #include "tool/args.h"
 #include "tool/json.h"
+#include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {
@@ -67,17 +79,23 @@ struct probe {
   std::int64_t mono1_ns;
   std::int64_t kernel_offset_ns;  // kernel REALTIME - MONOTONIC (the bracket's midpoint)
   std::int64_t vclock_error_ns;   // vclock REALTIME - kernel REALTIME
+  std::uint64_t floor_wakes;      // the floor thread's wake-ups so far (0 without one)
+  std::int64_t publish_mono_ns;   // the page's last publish, by its writer's clock
   std::int64_t width_ns() const { return mono1_ns - mono0_ns; }
 };
 
 // Both REALTIME readings lie inside the MONOTONIC bracket, so each figure is
 // good to the bracket's width.
-probe take_probe() noexcept {
+// The floor's count is read beside vclock's REALTIME, so that both are
+// seen as late as each other.
+probe take_probe(const step_floor* floor) noexcept {
   const std::int64_t m0 = kernel::now_ns(CLOCK_MONOTONIC);
   const std::int64_t k = kernel::now_ns(CLOCK_REALTIME);
   const std::int64_t v = vclock_gettime_ns(CLOCK_REALTIME);
+  const std::uint64_t wakes = floor != nullptr ? floor->wake_count() : 0;
+  const std::int64_t published = detail::load_relaxed(detail::host_page->last_update_mono_ns);
   const std::int64_t m1 = kernel::now_ns(CLOCK_MONOTONIC);
-  return {m0, m1, k - (m0 + (m1 - m0) / 2), v - k};
+  return {m0, m1, k - (m0 + (m1 - m0) / 2), v - k, wakes, published};
 }
 
 // A step the injector made: kernel MONOTONIC just before it began, and its
@@ -88,11 +106,21 @@ struct injected_step {
 };
 
 struct step_record {
+  std::int64_t from_ns;              // the earliest the step can have happened (MONOTONIC)
   std::int64_t size_ns;              // how far the kernel's REALTIME offset moved
   std::int64_t step_bracket_ns;      // when the step can have happened: its uncertainty
   std::int64_t catch_up_bracket_ns;  // when vclock can have caught up: its uncertainty
   std::int64_t lag_ns;               // upper bound; -1: vclock never caught up
   std::int64_t lag_min_ns;           // lower bound (0 where the brackets overlap)
+  // The floor thread's wake-up after the step, from from_ns: as the
+  // sampler saw it (as vclock's lag), and as the thread itself timed it.
+  // -1: it did not wake for this step.
+  std::int64_t floor_lag_ns = -1;
+  std::int64_t floor_wake_ns = -1;
+  // The publish vclock caught up with, from from_ns, by its writer's
+  // clock (the page's last_update_mono_ns): the writer's side of the lag,
+  // beside floor_wake_ns. -1: not caught, or a publish before from_ns.
+  std::int64_t publish_ns = -1;
 };
 
 // Finds the kernel's steps in a stream of trusted probes and times
@@ -106,8 +134,8 @@ class step_detector {
   // it), when it is that step: same sign, started inside the bracket.
   void add(const probe& p, const injected_step& injected) {
     if (have_last_ && std::llabs(p.kernel_offset_ns - last_.kernel_offset_ns) > threshold_ns_) {
-      if (pending_) steps_.push_back(current_);  // stepped again before vclock caught up
-      pending_ = true;
+      // A step; one still pending (stepped again before vclock caught up)
+      // stays uncaught.
       const std::int64_t size = p.kernel_offset_ns - last_.kernel_offset_ns;
       step_from_ns_ = last_.mono0_ns;
       if (injected.negative == (size < 0) && injected.start_ns > step_from_ns_ &&
@@ -115,17 +143,27 @@ class step_detector {
         step_from_ns_ = injected.start_ns;
       }
       step_to_ns_ = p.mono1_ns;
-      current_ = {size, step_to_ns_ - step_from_ns_, 0, -1, 0};
+      steps_.push_back({step_from_ns_, size, step_to_ns_ - step_from_ns_, 0, -1, 0});
+      pending_ = true;
+      floor_pending_ = true;
+      floor_wakes_before_ = last_.floor_wakes;
+    }
+    if (floor_pending_ && p.floor_wakes > floor_wakes_before_) {
+      // Seen in this probe, not in the one before the step.
+      steps_.back().floor_lag_ns = p.mono1_ns - step_from_ns_;
+      floor_pending_ = false;
     }
     const bool agrees = std::llabs(p.vclock_error_ns) <= threshold_ns_;
     if (pending_ && agrees) {
       // vclock was still behind when the previous probe began (or the step
       // had not happened yet), and caught up by the end of this one.
+      step_record& current = steps_.back();
       const std::int64_t caught_from = std::max(last_.mono0_ns, step_from_ns_);
-      current_.catch_up_bracket_ns = p.mono1_ns - caught_from;
-      current_.lag_ns = p.mono1_ns - step_from_ns_;
-      current_.lag_min_ns = std::max<std::int64_t>(0, caught_from - step_to_ns_);
-      steps_.push_back(current_);
+      current.catch_up_bracket_ns = p.mono1_ns - caught_from;
+      current.lag_ns = p.mono1_ns - step_from_ns_;
+      current.lag_min_ns = std::max<std::int64_t>(0, caught_from - step_to_ns_);
+      if (p.publish_mono_ns >= step_from_ns_)
+        current.publish_ns = p.publish_mono_ns - step_from_ns_;
       pending_ = false;
     } else if (!pending_ && !agrees) {
       ++off_probes_;
@@ -136,8 +174,8 @@ class step_detector {
 
   // Ends the run: a step still pending was never caught up with.
   void finish() {
-    if (pending_) steps_.push_back(current_);
     pending_ = false;
+    floor_pending_ = false;
   }
 
   bool pending() const { return pending_; }
@@ -150,10 +188,11 @@ class step_detector {
   std::int64_t threshold_ns_;
   bool have_last_ = false;
   probe last_{};
-  bool pending_ = false;
-  std::int64_t step_from_ns_ = 0;  // the earliest the pending step can have happened
+  bool pending_ = false;        // vclock has not caught up with steps_.back()
+  bool floor_pending_ = false;  // the floor thread has not been seen to wake for it
+  std::uint64_t floor_wakes_before_ = 0;
+  std::int64_t step_from_ns_ = 0;  // the earliest the latest step can have happened
   std::int64_t step_to_ns_ = 0;    // the latest
-  step_record current_{};
   std::vector<step_record> steps_;
   std::int64_t off_probes_ = 0;
 };
@@ -332,15 +371,30 @@ struct step_lag_result {
   std::int64_t net_ns = 0;
   int stop_signal = 0;
   std::string inject_error;
+  std::string floor_policy;  // "" when there was no floor thread
 };
+
+// Each step's floor wake-up as the thread timed it: its first after the
+// earliest the step can have happened (the same origin as the lags) and
+// before the next step could be. Both lists are in time order.
+void match_floor_wakes(std::vector<step_record>& steps, const std::vector<std::int64_t>& wakes) {
+  std::size_t w = 0;
+  for (step_record& st : steps) {
+    while (w < wakes.size() && wakes[w] < st.from_ns) ++w;
+    if (w < wakes.size() && wakes[w] - st.from_ns < step_period_ns) {
+      st.floor_wake_ns = wakes[w] - st.from_ns;
+      ++w;
+    }
+  }
+}
 
 // Spins on probes until the time is up (the injector is done, or the
 // deadline passed), then a little longer while a step is still pending.
 void sample(step_detector& d, step_lag_result& r, std::int64_t deadline_ns,
-            const step_injector* injector) {
+            const step_injector* injector, const step_floor* floor) {
   std::int64_t settle_from = -1;
   for (;;) {
-    const probe p = take_probe();
+    const probe p = take_probe(floor);
     ++r.probes;
     if (p.width_ns() > r.width_limit_ns) {
       ++r.discarded;
@@ -370,21 +424,35 @@ step_lag_result measure(const step_lag_options& o) {
   r.width_limit_ns = r.threshold_ns / 4;  // a trusted probe's error stays well inside the threshold
   step_detector d(r.threshold_ns);
   const std::int64_t deadline = kernel::now_ns(CLOCK_MONOTONIC) + o.seconds * ns_per_s;
+  // Room for a wake-up every 10 ms, five times the injected steps' rate.
+  const auto max_wakes = static_cast<std::size_t>(o.seconds * 100 + 100);
+  std::vector<std::int64_t> floor_wakes;
   if (r.inject_ns == 0) {
-    sample(d, r, deadline, nullptr);
+    step_floor floor(max_wakes);
+    sample(d, r, deadline, nullptr, floor.available() ? &floor : nullptr);
+    floor.stop();
+    if (floor.available()) r.floor_policy = floor.policy();
+    floor_wakes = floor.wakes();
   } else {
+    // The floor thread, like the injector, is created with the stop
+    // signals blocked: only the injector takes them.
     const stop_signals_blocked blocked;
+    step_floor floor(max_wakes);
     {
       const step_injector injector(r.inject_ns, deadline, blocked.set());
-      sample(d, r, deadline, &injector);
+      sample(d, r, deadline, &injector, floor.available() ? &floor : nullptr);
       r.steps_injected = injector.steps();
       r.net_ns = injector.net_ns();
       r.stop_signal = injector.stop_signal();
       r.inject_error = injector.error();
     }
+    floor.stop();
+    if (floor.available()) r.floor_policy = floor.policy();
+    floor_wakes = floor.wakes();
   }
   r.off_probes = d.off_probes();
   r.steps = d.steps();
+  match_floor_wakes(r.steps, floor_wakes);
   return r;
 }
 
@@ -403,6 +471,9 @@ struct lag_summary {
   int within_promise = 0;   // lag certainly under 1 ms (upper bound)
   int over_promise = 0;     // lag certainly 1 ms or more (lower bound)
   spread lag;               // of the caught steps
+  spread floor_lag;         // of the steps the floor thread was seen to wake for
+  spread floor_wake;        // the same, as the thread timed its wake-up
+  spread publish;           // the writer's publish, by its own clock
   spread step_bracket;      // of every step seen
   spread catch_up_bracket;  // of the caught steps
 };
@@ -422,10 +493,14 @@ spread spread_of(const std::vector<std::int64_t>& v) {
 
 lag_summary summarise(const std::vector<step_record>& steps) {
   lag_summary s;
-  std::vector<std::int64_t> lags, step_brackets, catch_up_brackets;
+  std::vector<std::int64_t> lags, floor_lags, floor_wakes, publishes, step_brackets,
+      catch_up_brackets;
   for (const step_record& st : steps) {
     ++s.seen;
     step_brackets.push_back(st.step_bracket_ns);
+    if (st.floor_lag_ns >= 0) floor_lags.push_back(st.floor_lag_ns);
+    if (st.floor_wake_ns >= 0) floor_wakes.push_back(st.floor_wake_ns);
+    if (st.publish_ns >= 0) publishes.push_back(st.publish_ns);
     if (st.lag_ns < 0) {
       ++s.uncaught;
       continue;
@@ -436,6 +511,9 @@ lag_summary summarise(const std::vector<step_record>& steps) {
     s.over_promise += st.lag_min_ns >= promised_lag_ns ? 1 : 0;
   }
   s.lag = spread_of(lags);
+  s.floor_lag = spread_of(floor_lags);
+  s.floor_wake = spread_of(floor_wakes);
+  s.publish = spread_of(publishes);
   s.step_bracket = spread_of(step_brackets);
   s.catch_up_bracket = spread_of(catch_up_brackets);
   return s;
@@ -469,6 +547,8 @@ std::string us(std::int64_t ns) {
   return ns < 0 ? std::string("-") : strformat("%.1f", static_cast<double>(ns) / 1e3);
 }
 
+std::string signed_us(std::int64_t ns) { return strformat("%+.1f", static_cast<double>(ns) / 1e3); }
+
 // One "label  value" line of the text report.
 void print_line(const char* label, const std::string& value) {
   std::printf("%-28s %s\n", label, value.c_str());
@@ -490,6 +570,23 @@ void print_text(const step_lag_result& r, const lag_summary& s, const status_sna
                                                 s.within_promise, s.over_promise, unresolved(s)));
   print_line("lag p50 / p99 / max",
              us(s.lag.p50) + " / " + us(s.lag.p99) + " / " + us(s.lag.max) + " us");
+  if (!r.floor_policy.empty()) {
+    print_line("floor lag p50 / p99 / max",
+               us(s.floor_lag.p50) + " / " + us(s.floor_lag.p99) + " / " + us(s.floor_lag.max) +
+                   " us (a bare thread, " + r.floor_policy +
+                   ", woken by the same steps: timerfd, TFD_TIMER_CANCEL_ON_SET; seen as vclock)");
+    print_line("floor wake p50 / p99 / max", us(s.floor_wake.p50) + " / " + us(s.floor_wake.p99) +
+                                                 " / " + us(s.floor_wake.max) +
+                                                 " us (its own clock)");
+    print_line("publish p50 / p99 / max", us(s.publish.p50) + " / " + us(s.publish.p99) + " / " +
+                                              us(s.publish.max) +
+                                              " us (the publish vclock caught up with, by its "
+                                              "writer's clock)");
+    if (s.lag.p50 >= 0 && s.floor_lag.p50 >= 0) {
+      print_line("lag - floor p50 / p99", signed_us(s.lag.p50 - s.floor_lag.p50) + " / " +
+                                              signed_us(s.lag.p99 - s.floor_lag.p99) + " us");
+    }
+  }
   print_line("step bracket p50 / max", us(s.step_bracket.p50) + " / " + us(s.step_bracket.max) +
                                            " us (when the step happened)");
   print_line("catch-up bracket p50 / max", us(s.catch_up_bracket.p50) + " / " +
@@ -545,6 +642,16 @@ void print_json(const step_lag_result& r, const lag_summary& s, const status_sna
       .field("lag_p50_ns", s.lag.p50)
       .field("lag_p99_ns", s.lag.p99)
       .field("lag_max_ns", s.lag.max)
+      .field("floor_policy", r.floor_policy)
+      .field("floor_lag_p50_ns", s.floor_lag.p50)
+      .field("floor_lag_p99_ns", s.floor_lag.p99)
+      .field("floor_lag_max_ns", s.floor_lag.max)
+      .field("floor_wake_p50_ns", s.floor_wake.p50)
+      .field("floor_wake_p99_ns", s.floor_wake.p99)
+      .field("floor_wake_max_ns", s.floor_wake.max)
+      .field("publish_p50_ns", s.publish.p50)
+      .field("publish_p99_ns", s.publish.p99)
+      .field("publish_max_ns", s.publish.max)
       .field("step_bracket_p50_ns", s.step_bracket.p50)
       .field("step_bracket_max_ns", s.step_bracket.max)
       .field("catch_up_bracket_p50_ns", s.catch_up_bracket.p50)
@@ -557,6 +664,9 @@ void print_json(const step_lag_result& r, const lag_summary& s, const status_sna
         .field("size_ns", x.size_ns)
         .field("lag_ns", x.lag_ns)
         .field("lag_min_ns", x.lag_min_ns)
+        .field("floor_lag_ns", x.floor_lag_ns)
+        .field("floor_wake_ns", x.floor_wake_ns)
+        .field("publish_ns", x.publish_ns)
         .field("step_bracket_ns", x.step_bracket_ns)
         .field("catch_up_bracket_ns", x.catch_up_bracket_ns)
         .end_object();

@@ -136,7 +136,8 @@ int run_track(std::span<char* const> args) {
       "certainly within 1 ms)");
   parser.add_flag("steps", &steps,
                   "measure instead how long vclock's REALTIME lags each step of the kernel's "
-                  "(spins on one CPU for the whole run)");
+                  "(spins on one CPU for the whole run), beside the floor: a bare thread at "
+                  "vclockd's priority woken by the same steps");
   parser.add_int("inject-steps", "US", min_inject_us, max_inject_us, &inject_us,
                  "with --steps: step REALTIME by +US us, 50 ms later by -US us, and so on; "
                  "restored at the end (needs CAP_SYS_TIME; like settimeofday, each step drops "

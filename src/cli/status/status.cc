@@ -38,7 +38,7 @@ void print_text(const status_snapshot& s) {
     add("kernel_timens", "MONOTONIC " + signed_ns(s.timens_monotonic_ns) + ", BOOTTIME " +
                              signed_ns(s.timens_boottime_ns) + " (added to the page's time)");
   }
-  add("mode", s.counter_mode ? "counter" : "fallback (" + s.reason + ")");
+  add("mode", s.counter_mode ? "counter" : "fallback: the kernel answers (" + s.reason + ")");
   add("counter", s.counter + (s.invariant_counter ? " (invariant)" : " (not invariant)"));
   add("counter_hz", strformat("%.0f (%.3f MHz)", s.counter_hz, s.counter_hz / 1e6));
   add("ordering", s.ordering);
@@ -87,6 +87,7 @@ void print_json(const status_snapshot& s) {
   }
   j.field("mode", s.counter_mode ? "counter" : "fallback")
       .field("counter_mode", s.counter_mode)
+      .field("page_stale", s.page_stale)
       .field("reason", s.reason)
       .field("counter", s.counter)
       .field("ordering", s.ordering)
