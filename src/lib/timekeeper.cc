@@ -162,8 +162,45 @@ void timekeeper::start() noexcept {
   published_.raw_ns = detail::load(page_.hot.raw_ns);
   state_ = state::calibrating;
   have_calib_ = false;
+  anchor_on_page();
   reason_ = fallback_reason::calibrating;
   store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(reason_));
+}
+
+// A restarted daemon continues the page's line: the previous writer's last
+// switch point, where its time was the kernel's plus its last measured
+// error, is a point on the kernel's time line as good as a fresh sample
+// (its width: that sample's). Calibration then measures the rate from
+// there rather than from a sample taken now, so the new rate spans the
+// whole time since that point: the one the page held, measured again over
+// a longer baseline, and continuous with it. Only a page that was counting
+// (neither off nor half-calibrated) has such a point.
+void timekeeper::anchor_on_page() noexcept {
+  page_ns_per_tick_ = 0;
+  const clock_line& l = page_.hot;
+  const std::uint64_t hz = detail::load_relaxed(page_.counter_hz);
+  const auto mode = static_cast<fallback_reason>(detail::load_relaxed(page_.mode_reason));
+  const std::uint64_t max_delta = detail::load(l.max_delta);
+  const unsigned shift = detail::load_shift(l);
+  const std::uint32_t mult = detail::load(l.mult);
+  if (max_delta == 0 || mode != fallback_reason::none || hz == 0 || mult == 0 || shift == 0) {
+    return;
+  }
+  const std::int64_t width = std::max<std::int64_t>(detail::load_relaxed(page_.last_bracket_ns), 1);
+  const std::uint64_t c = detail::load(l.cycle_last);
+  calib_mono_ = {c, c, detail::load(l.mono_ns) - detail::load_relaxed(page_.last_error_mono_ns),
+                 width};
+  calib_raw_ = {c, c, detail::load(l.raw_ns) - detail::load_relaxed(page_.last_error_raw_ns),
+                width};
+  // The rate in use was the kernel's plus a correction of -error /
+  // phase_time (discipline()); take the correction out again.
+  const double correction =
+      std::clamp(-static_cast<double>(detail::load_relaxed(page_.last_error_mono_ns)) /
+                     static_cast<double>(config_.phase_time_ns),
+                 -config_.max_correction, config_.max_correction);
+  page_ns_per_tick_ =
+      std::ldexp(static_cast<double>(mult), -static_cast<int>(shift)) * (1.0 - correction);
+  have_calib_ = true;
 }
 
 double timekeeper::counter_hz() const noexcept {
@@ -284,14 +321,26 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
       raw.width_ns > config_.calibration_bracket_ns) {
     return;  // preempted sample: try again next tick
   }
-  if (!have_calib_) {
+  const std::int64_t elapsed = mono.k - calib_mono_.k;
+  // The first sample, or a narrower one while the first is young: the
+  // baseline's precision is its two widths.
+  if (!have_calib_ || (page_ns_per_tick_ == 0 && elapsed < config_.calibration_ns &&
+                       std::max(mono.width_ns, raw.width_ns) <
+                           std::max(calib_mono_.width_ns, calib_raw_.width_ns))) {
     calib_mono_ = mono;
     calib_raw_ = raw;
     have_calib_ = true;
     return;
   }
-  const std::int64_t elapsed = mono.k - calib_mono_.k;
   if (elapsed < config_.calibration_ns) {
+    return;
+  }
+  // Counter mode only once the rate is good enough (calibration_rate_error).
+  const double rate_error = std::max(
+      static_cast<double>(mono.width_ns + calib_mono_.width_ns) / static_cast<double>(elapsed),
+      static_cast<double>(raw.width_ns + calib_raw_.width_ns) /
+          static_cast<double>(std::max<std::int64_t>(raw.k - calib_raw_.k, 1)));
+  if (rate_error > config_.calibration_rate_error) {
     return;
   }
   // The offsets are measured once here and then only stepped or refined:
@@ -302,11 +351,28 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   }
   if (mono.c <= calib_mono_.c || raw.c <= calib_raw_.c || raw.k <= calib_raw_.k) {
     have_calib_ = false;  // counter or kernel went back: start over
+    page_ns_per_tick_ = 0;
     return;
+  }
+  const double ns_per_tick =
+      static_cast<double>(elapsed) / static_cast<double>(mono.c - calib_mono_.c);
+  if (page_ns_per_tick_ != 0) {
+    // Anchored on a previous writer's page: the counter must have kept the
+    // rate it had then (not migrated to another host meanwhile), or this
+    // baseline averages two rates. Beyond its noise (plus the page's own
+    // rate error, a few ppm at most): start over from this sample.
+    const double tolerance = 3.0 * rate_error + 5e-6;
+    const double page_rate = page_ns_per_tick_;
+    page_ns_per_tick_ = 0;
+    if (std::fabs(ns_per_tick / page_rate - 1.0) > tolerance) {
+      calib_mono_ = mono;
+      calib_raw_ = raw;
+      return;
+    }
   }
   mono_ = track{};
   raw_ = track{};
-  mono_.nominal = static_cast<double>(elapsed) / static_cast<double>(mono.c - calib_mono_.c);
+  mono_.nominal = ns_per_tick;
   raw_.nominal =
       static_cast<double>(raw.k - calib_raw_.k) / static_cast<double>(raw.c - calib_raw_.c);
   // Headroom for slews: the used rate stays within max_rate_error +
@@ -330,8 +396,12 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
       static_cast<double>(mono.width_ns + calib_mono_.width_ns) / static_cast<double>(elapsed);
   raw_.rate_uncertainty = static_cast<double>(raw.width_ns + calib_raw_.width_ns) /
                           static_cast<double>(raw.k - calib_raw_.k);
-  restart_line(mono_, mono);
-  restart_line(raw_, raw);
+  // The line starts at the calibration's first sample, so the discipline's
+  // first fits span the whole baseline rather than a tick or two.
+  restart_line(mono_, calib_mono_);
+  restart_line(raw_, calib_raw_);
+  add_point(mono_, mono);
+  add_point(raw_, raw);
   offsets_ = first_offsets;
   recheck_offsets_ = false;
   min_width_ns_ = std::max(mono.width_ns, raw.width_ns);
@@ -414,16 +484,35 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     publish(false);  // keep the page (and coarse clocks) fresh
     return;
   }
-  if (!resync && !check_counter(mono)) {
+  // Since the last good sample, longer than the page stays valid: this
+  // writer stalled (a stopped daemon, a descheduled thread) or restarted.
+  const bool stalled =
+      have_last_ && mono.k - last_mono_.k > config_.tick_ns * std::int64_t{config_.validity_ticks};
+  if (stalled) {
+    if (!rate_kept(last_raw_, raw, raw_)) {
+      relearn_rate();
+      return;
+    }
+  } else if (!check_counter(mono)) {
     return;
   }
   const std::uint64_t delta = mono.c - published_.cycle_last;
   const std::uint64_t delta_raw = raw.c - published_.cycle_last;
-  if (resync || delta >= published_.max_delta || delta_raw >= published_.max_delta) {
-    // Stale (a stalled thread, a suspend): start the rate line afresh and
-    // let publish() step forward to the kernel.
-    restart_line(mono_, mono);
-    restart_line(raw_, raw);
+  if (delta >= published_.max_delta || delta_raw >= published_.max_delta) {
+    // Stale: publish() steps forward to the kernel, re-anchoring the
+    // offset only. After a stall the rate and its line go on: the counter
+    // kept its rate (rate_kept() above), and the line's old samples with
+    // this one span the stall, a longer baseline than ever (an NTP change
+    // meanwhile shows as a kink there, as at any tick). Without a last
+    // sample to judge by (a resume from suspend, a fork child), the line
+    // starts afresh.
+    if (have_last_) {
+      discipline(mono_, 0, mono);
+      discipline(raw_, 0, raw);
+    } else {
+      restart_line(mono_, mono);
+      restart_line(raw_, raw);
+    }
     resync = true;
   } else {
     const std::int64_t e_mono = time_at(mono.c, false) - mono.k;
@@ -454,6 +543,42 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
   last_raw_ = raw;
   have_last_ = true;
   publish(resync);
+}
+
+// Whether the counter kept its rate over a stall, telling a writer that
+// was merely not running (its rate is as good as before) from a counter
+// whose rate changed meanwhile (a live migration to a host with another
+// TSC frequency, a kvm-clock re-base), which must be learnt again. The
+// evidence: the counter's ticks over the stall, at the rate in use, against
+// the kernel's MONOTONIC_RAW over the same stall (RAW: NTP does not slew
+// it, so a frequency change of the kernel's MONOTONIC meanwhile is not
+// taken for the counter's). An unchanged counter disagrees by no more than
+// the two samples' widths and the rate's own uncertainty over the stall;
+// a changed one by its rate change times the time since the change, which
+// grows with the stall while the noise does not. A change too small or
+// too late in the stall to show here is followed afterwards, like an NTP
+// slew, by the line's kink detection (discipline()).
+bool timekeeper::rate_kept(const clock_sample& before, const clock_sample& now,
+                           const track& t) const noexcept {
+  const auto dc = static_cast<std::int64_t>(now.c - before.c);
+  const std::int64_t dk = now.k - before.k;
+  if (dc <= 0 || dk <= 0) return false;
+  const double predicted = static_cast<double>(dc) * t.nominal * (1.0 + t.freq);
+  const double noise = 3.0 * static_cast<double>(before.width_ns + now.width_ns) +
+                       2.0 * t.rate_uncertainty * static_cast<double>(dk) + 100.0;
+  return std::fabs(predicted - static_cast<double>(dk)) <= noise;
+}
+
+// The counter's rate changed while nothing watched (rate_kept()): the rate
+// and the lines are wrong. The kernel answers (with the floor) while the
+// timekeeper calibrates again, at once: the change is over, unlike a
+// counter found misbehaving at a tick, which is given a back-off.
+void timekeeper::relearn_rate() noexcept {
+  turn_off(fallback_reason::counter_rate_wrong);
+  state_ = state::calibrating;
+  have_calib_ = false;
+  have_last_ = false;
+  page_ns_per_tick_ = 0;
 }
 
 void timekeeper::restart_line(track& t, const clock_sample& s) noexcept {
@@ -615,16 +740,22 @@ std::uint64_t timekeeper::switch_point_after_close(std::uint64_t c) noexcept {
 // ahead of the kernel by as long as it was off the CPU, which the
 // discipline, never stepping back, slews away at max_correction: 10 s per
 // ms (a fork child in a busy CI run once answered 56 us ahead). So a try
-// whose counter bracket is wider than calibration allows is made again from
-// a fresh counter read, the switch point moving there (as safe as in
-// switch_point_after_close: hot is still odd), and the narrowest is kept.
+// whose counter bracket is wider than the narrowest samples (twice their
+// width: two kernel reads) is made again from a fresh counter read, the
+// switch point moving there (as safe as in switch_point_after_close: hot
+// is still odd), and the narrowest is kept. Readers do not wait meanwhile
+// (the backup is closed), and the first reads of a writer that was just
+// woken (a daemon continued after SIGSTOP) are slow: cold caches made the
+// page hundreds of ns ahead after every stall with a few tries.
 timekeeper::switch_reading timekeeper::read_kernel_at_switch(std::uint64_t c) noexcept {
-  const auto tight_ticks =
-      static_cast<std::uint64_t>(static_cast<double>(config_.calibration_bracket_ns) /
-                                 (mono_.nominal > 0 ? mono_.nominal : 1.0));
+  const std::int64_t tight_ns =
+      min_width_ns_ > 0 ? std::min(2 * min_width_ns_ + 100, config_.calibration_bracket_ns)
+                        : config_.calibration_bracket_ns;
+  const auto tight_ticks = static_cast<std::uint64_t>(static_cast<double>(tight_ns) /
+                                                      (mono_.nominal > 0 ? mono_.nominal : 1.0));
   switch_reading best;
   std::uint64_t best_width = ~std::uint64_t{0};
-  for (int i = 0; i < std::max(config_.sample_tries, 1); ++i) {
+  for (int i = 0; i < 4 * std::max(config_.sample_tries, 1); ++i) {
     const std::uint64_t from = i == 0 ? c : sources_.read_counter();
     const std::int64_t mono = sources_.read_kernel(CLOCK_MONOTONIC);
     const std::int64_t raw = sources_.read_kernel(CLOCK_MONOTONIC_RAW);
@@ -709,6 +840,10 @@ void timekeeper::publish(bool resync) noexcept {
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
     mono = std::max(mono, floor_after(false, c, kernel.mono + lead));
     next.raw_ns = std::max(next.raw_ns, floor_after(true, c, kernel.raw + lead));
+    // The page's error is now the step's: what a restarted writer takes
+    // the kernel's time at cycle_last to be (anchor_on_page()).
+    store_relaxed(page_.last_error_mono_ns, mono - kernel.mono);
+    store_relaxed(page_.last_error_raw_ns, next.raw_ns - kernel.raw);
   }
   set_mono_base(next, mono, next_offsets);
   next.cycle_last = c;
