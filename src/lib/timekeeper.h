@@ -91,6 +91,9 @@ class timekeeper {
     // time the estimate spans. With |used - freq| it bounds how fast the
     // page can drift from the kernel between two samples.
     double rate_uncertainty = 0;
+    // A rate known better than a young line's slope (a restarted daemon's,
+    // from the page) is kept until the line spans this long (ns).
+    double keep_rate_span_ns = 0;
     std::int64_t last_error = 0;
     // The rate estimate: a least-squares line through the last `count`
     // samples (kernel ns against counter ticks), restarted at a kink.
@@ -136,7 +139,8 @@ class timekeeper {
   static void add_point(track& t, const clock_sample& s) noexcept;
   static bool fit_line(const track& t, double& slope, double& intercept) noexcept;
   std::int64_t drift_allowance_ns() const noexcept;
-  std::int64_t floor_after(bool raw, std::uint64_t c, std::int64_t est) const noexcept;
+  std::int64_t floor_after(bool raw, std::uint64_t c, std::int64_t kernel,
+                           std::int64_t lead) const noexcept;
   bool check_counter(const clock_sample& mono) noexcept;
   void fault(fallback_reason why) noexcept;
   // Publishes new rates (from tracks_) and offsets, continuous with the
@@ -149,7 +153,7 @@ class timekeeper {
   std::uint32_t open_backup() noexcept;
   void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
   std::uint64_t switch_point_after_close(std::uint64_t c) noexcept;
-  switch_reading read_kernel_at_switch(std::uint64_t c) noexcept;
+  switch_reading read_kernel_at_switch() noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
 
   page& page_;
@@ -171,6 +175,7 @@ class timekeeper {
   // page (a restarted daemon), and this is the kernel's rate it had then,
   // ns per tick: calibration checks the counter kept it.
   double page_ns_per_tick_ = 0;
+  double page_raw_ns_per_tick_ = 0;
   bool have_last_ = false;
   std::uint64_t validity_delta_ = 0;  // max_delta for a fresh publish
   // The page's lead_ns and lag_ns for the next publish (stored while hot is
