@@ -72,6 +72,22 @@ std::int64_t to_ns_from_ticks(double ticks, double ns_per_tick) noexcept {
   return static_cast<std::int64_t>(std::llround(ticks * ns_per_tick));
 }
 
+clock_line load_line(const clock_line& from) noexcept {
+  clock_line l{};
+  l.seq = detail::load(from.seq);
+  l.mult = detail::load(from.mult);
+  l.cycle_last = detail::load(from.cycle_last);
+  l.max_delta = detail::load(from.max_delta);
+  l.mono_ns = detail::load(from.mono_ns);
+  l.realtime_ns = detail::load(from.realtime_ns);
+  l.boottime_ns = detail::load(from.boottime_ns);
+  l.raw_ns = detail::load(from.raw_ns);
+  l.raw_mult = detail::load(from.raw_mult);
+  l.shift = detail::load(from.shift);
+  l.tai_offset_s = detail::load(from.tai_offset_s);
+  return l;
+}
+
 void store_line(clock_line& dst, const clock_line& src) noexcept {
   store(dst.mult, src.mult);
   store(dst.cycle_last, src.cycle_last);
@@ -126,18 +142,7 @@ void timekeeper::repair_half_written_update() noexcept {
   if (!backup_odd && !hot_odd) {
     return;
   }
-  clock_line truth{};
-  const clock_line& from = backup_odd ? page_.hot : page_.backup;
-  truth.mult = detail::load(from.mult);
-  truth.cycle_last = detail::load(from.cycle_last);
-  truth.max_delta = detail::load(from.max_delta);
-  truth.mono_ns = detail::load(from.mono_ns);
-  truth.realtime_ns = detail::load(from.realtime_ns);
-  truth.boottime_ns = detail::load(from.boottime_ns);
-  truth.raw_ns = detail::load(from.raw_ns);
-  truth.raw_mult = detail::load(from.raw_mult);
-  truth.shift = detail::load(from.shift);
-  truth.tai_offset_s = detail::load(from.tai_offset_s);
+  const clock_line truth = load_line(backup_odd ? page_.hot : page_.backup);
   // Hot first when its fields are intact: an even backup beside an odd hot
   // would be read as frozen, which a repaired backup is not.
   if (hot_odd) {
@@ -153,17 +158,60 @@ void timekeeper::repair_half_written_update() noexcept {
 void timekeeper::start() noexcept {
   repair_half_written_update();
   store_relaxed(page_.tick_ns, config_.tick_ns);
-  published_ = clock_line{};
-  // Keep any floor (fork, a restarted daemon), and the offsets with it: the
-  // first publish resyncs forward from them (publish(), `resync`).
-  published_.mono_ns = detail::load(page_.hot.mono_ns);
-  published_.realtime_ns = detail::load(page_.hot.realtime_ns);
-  published_.boottime_ns = detail::load(page_.hot.boottime_ns);
-  published_.raw_ns = detail::load(page_.hot.raw_ns);
+  // Take the page as readers see it (fork, a restarted daemon): its floor
+  // and offsets, or the line a previous writer left, which readers follow
+  // until it goes stale and then answer from the kernel (stale_answer(),
+  // with its lead). The first publish resyncs forward from exactly that
+  // (publish(), `resync`), rather than from kernel + lead.
+  published_ = load_line(page_.hot);
   state_ = state::calibrating;
   have_calib_ = false;
+  anchor_on_page();
   reason_ = fallback_reason::calibrating;
   store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(reason_));
+}
+
+// A restarted daemon continues the page's line: the previous writer's last
+// switch point, where its time was the kernel's plus its last measured
+// error, is a point on the kernel's time line as good as a fresh sample
+// (its width: that sample's). Calibration then measures the rate from
+// there rather than from a sample taken now, so the new rate spans the
+// whole time since that point: the one the page held, measured again over
+// a longer baseline, and continuous with it. Only a page that was counting
+// (neither off nor half-calibrated) has such a point.
+void timekeeper::anchor_on_page() noexcept {
+  page_ns_per_tick_ = 0;
+  const clock_line& l = page_.hot;
+  const std::uint64_t hz = detail::load_relaxed(page_.counter_hz);
+  const auto mode = static_cast<fallback_reason>(detail::load_relaxed(page_.mode_reason));
+  const std::uint64_t max_delta = detail::load(l.max_delta);
+  const unsigned shift = detail::load_shift(l);
+  const std::uint32_t mult = detail::load(l.mult);
+  if (max_delta == 0 || mode != fallback_reason::none || hz == 0 || mult == 0 || shift == 0) {
+    return;
+  }
+  const std::int64_t width = std::max<std::int64_t>(detail::load_relaxed(page_.last_bracket_ns), 1);
+  const std::uint64_t c = detail::load(l.cycle_last);
+  calib_mono_ = {c, c, detail::load(l.mono_ns) - detail::load_relaxed(page_.last_error_mono_ns),
+                 width};
+  calib_raw_ = {c, c, detail::load(l.raw_ns) - detail::load_relaxed(page_.last_error_raw_ns),
+                width};
+  // The rate in use was the kernel's plus a correction of -error /
+  // phase_time (discipline()); take the correction out again.
+  const double correction =
+      std::clamp(-static_cast<double>(detail::load_relaxed(page_.last_error_mono_ns)) /
+                     static_cast<double>(config_.phase_time_ns),
+                 -config_.max_correction, config_.max_correction);
+  page_ns_per_tick_ =
+      std::ldexp(static_cast<double>(mult), -static_cast<int>(shift)) * (1.0 - correction);
+  const double raw_correction =
+      std::clamp(-static_cast<double>(detail::load_relaxed(page_.last_error_raw_ns)) /
+                     static_cast<double>(config_.phase_time_ns),
+                 -config_.max_correction, config_.max_correction);
+  page_raw_ns_per_tick_ =
+      std::ldexp(static_cast<double>(detail::load(l.raw_mult)), -static_cast<int>(shift)) *
+      (1.0 - raw_correction);
+  have_calib_ = true;
 }
 
 double timekeeper::counter_hz() const noexcept {
@@ -188,7 +236,14 @@ timekeeper::clock_sample timekeeper::sample(clockid_t clock) noexcept {
       best.k = k;
     }
   }
-  const double ns_per_tick = mono_.nominal > 0 ? mono_.nominal : 1.0;
+  // Before calibration, the nominal rate the header or a previous writer
+  // gives: calibration compares widths in ns with its thresholds.
+  double ns_per_tick = mono_.nominal;
+  if (ns_per_tick <= 0) {
+    std::uint64_t hz = detail::load_relaxed(page_.header.counter_nominal_hz);
+    if (hz == 0) hz = detail::load_relaxed(page_.counter_hz);
+    ns_per_tick = hz != 0 ? 1e9 / static_cast<double>(hz) : 1.0;
+  }
   best.width_ns = best_width == ~std::uint64_t{0}
                       ? INT64_MAX
                       : to_ns_from_ticks(static_cast<double>(best_width), ns_per_tick);
@@ -284,14 +339,27 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
       raw.width_ns > config_.calibration_bracket_ns) {
     return;  // preempted sample: try again next tick
   }
-  if (!have_calib_) {
+  const std::int64_t elapsed = mono.k - calib_mono_.k;
+  // The first sample, or a narrower one while the first is young: the
+  // baseline's precision is its two widths.
+  if (!have_calib_ || (page_ns_per_tick_ == 0 && elapsed < config_.calibration_ns &&
+                       std::max(mono.width_ns, raw.width_ns) <
+                           std::max(calib_mono_.width_ns, calib_raw_.width_ns))) {
     calib_mono_ = mono;
     calib_raw_ = raw;
     have_calib_ = true;
     return;
   }
-  const std::int64_t elapsed = mono.k - calib_mono_.k;
   if (elapsed < config_.calibration_ns) {
+    return;
+  }
+  // Counter mode only once the rate is good enough (calibration_rate_error).
+  const double rate_error = std::max(
+      static_cast<double>(mono.width_ns + calib_mono_.width_ns) / static_cast<double>(elapsed),
+      static_cast<double>(raw.width_ns + calib_raw_.width_ns) /
+          static_cast<double>(std::max<std::int64_t>(raw.k - calib_raw_.k, 1)));
+  const bool anchored = page_ns_per_tick_ != 0;
+  if (rate_error > config_.calibration_rate_error && !anchored) {
     return;
   }
   // The offsets are measured once here and then only stepped or refined:
@@ -302,13 +370,35 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   }
   if (mono.c <= calib_mono_.c || raw.c <= calib_raw_.c || raw.k <= calib_raw_.k) {
     have_calib_ = false;  // counter or kernel went back: start over
+    page_ns_per_tick_ = 0;
     return;
+  }
+  const double ns_per_tick =
+      static_cast<double>(elapsed) / static_cast<double>(mono.c - calib_mono_.c);
+  bool page_rate = false;
+  if (anchored) {
+    // Anchored on a previous writer's page: the counter must have kept the
+    // rate it had then (not migrated to another host meanwhile), or this
+    // baseline averages two rates. Beyond its noise (plus the page's own
+    // rate error, a few ppm at most): start over from this sample. Kept,
+    // and the baseline too short to measure it as well as the page knew it
+    // (a daemon restarted at once): continue the page's rate.
+    const double tolerance = 3.0 * rate_error + 5e-6;
+    if (std::fabs(ns_per_tick / page_ns_per_tick_ - 1.0) > tolerance) {
+      page_ns_per_tick_ = 0;
+      calib_mono_ = mono;
+      calib_raw_ = raw;
+      return;
+    }
+    page_rate = rate_error > config_.calibration_rate_error;
   }
   mono_ = track{};
   raw_ = track{};
-  mono_.nominal = static_cast<double>(elapsed) / static_cast<double>(mono.c - calib_mono_.c);
-  raw_.nominal =
-      static_cast<double>(raw.k - calib_raw_.k) / static_cast<double>(raw.c - calib_raw_.c);
+  mono_.nominal = page_rate ? page_ns_per_tick_ : ns_per_tick;
+  raw_.nominal = page_rate ? page_raw_ns_per_tick_
+                           : static_cast<double>(raw.k - calib_raw_.k) /
+                                 static_cast<double>(raw.c - calib_raw_.c);
+  page_ns_per_tick_ = 0;
   // Headroom for slews: the used rate stays within max_rate_error +
   // max_correction of nominal, or the counter is declared broken.
   const double headroom = 1.0 + 2 * (config_.max_rate_error + config_.max_correction);
@@ -318,8 +408,11 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   const double half_second_ticks = 0.5e9 / (mono_.nominal * headroom);
   const auto wanted =
       static_cast<std::uint64_t>(std::min(tick_ticks * config_.validity_ticks, half_second_ticks));
-  const mult_shift ms = choose_mult_shift(std::max(mono_.nominal, raw_.nominal) * headroom, wanted,
-                                          arch::fixed_shift);
+  // A line still in use (a previous writer's) keeps its shift: the
+  // continuity of the first publish evaluates it with published_.shift.
+  const unsigned shift = published_.max_delta != 0 ? published_.shift : arch::fixed_shift;
+  const mult_shift ms =
+      choose_mult_shift(std::max(mono_.nominal, raw_.nominal) * headroom, wanted, shift);
   if (ms.max_delta == 0) {
     disable(fallback_reason::counter_too_slow);  // permanent: it will not speed up
     return;
@@ -330,8 +423,19 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
       static_cast<double>(mono.width_ns + calib_mono_.width_ns) / static_cast<double>(elapsed);
   raw_.rate_uncertainty = static_cast<double>(raw.width_ns + calib_raw_.width_ns) /
                           static_cast<double>(raw.k - calib_raw_.k);
-  restart_line(mono_, mono);
-  restart_line(raw_, raw);
+  if (page_rate) {
+    // The page's rate came from a line a window long: the new line's own
+    // slope replaces it once it spans as long (discipline()).
+    mono_.rate_uncertainty = raw_.rate_uncertainty = config_.calibration_rate_error;
+    mono_.keep_rate_span_ns = raw_.keep_rate_span_ns =
+        static_cast<double>(config_.tick_ns) * (window - 1);
+  }
+  // The line starts at the calibration's first sample, so the discipline's
+  // first fits span the whole baseline rather than a tick or two.
+  restart_line(mono_, calib_mono_);
+  restart_line(raw_, calib_raw_);
+  add_point(mono_, mono);
+  add_point(raw_, raw);
   offsets_ = first_offsets;
   recheck_offsets_ = false;
   min_width_ns_ = std::max(mono.width_ns, raw.width_ns);
@@ -414,16 +518,35 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     publish(false);  // keep the page (and coarse clocks) fresh
     return;
   }
-  if (!resync && !check_counter(mono)) {
+  // Since the last good sample, longer than the page stays valid: this
+  // writer stalled (a stopped daemon, a descheduled thread) or restarted.
+  const bool stalled =
+      have_last_ && mono.k - last_mono_.k > config_.tick_ns * std::int64_t{config_.validity_ticks};
+  if (stalled) {
+    if (!rate_kept(last_raw_, raw, raw_)) {
+      relearn_rate();
+      return;
+    }
+  } else if (!check_counter(mono)) {
     return;
   }
   const std::uint64_t delta = mono.c - published_.cycle_last;
   const std::uint64_t delta_raw = raw.c - published_.cycle_last;
-  if (resync || delta >= published_.max_delta || delta_raw >= published_.max_delta) {
-    // Stale (a stalled thread, a suspend): start the rate line afresh and
-    // let publish() step forward to the kernel.
-    restart_line(mono_, mono);
-    restart_line(raw_, raw);
+  if (delta >= published_.max_delta || delta_raw >= published_.max_delta) {
+    // Stale: publish() steps forward to the kernel, re-anchoring the
+    // offset only. After a stall the rate and its line go on: the counter
+    // kept its rate (rate_kept() above), and the line's old samples with
+    // this one span the stall, a longer baseline than ever (an NTP change
+    // meanwhile shows as a kink there, as at any tick). Without a last
+    // sample to judge by (a resume from suspend, a fork child), the line
+    // starts afresh.
+    if (have_last_) {
+      discipline(mono_, 0, mono);
+      discipline(raw_, 0, raw);
+    } else {
+      restart_line(mono_, mono);
+      restart_line(raw_, raw);
+    }
     resync = true;
   } else {
     const std::int64_t e_mono = time_at(mono.c, false) - mono.k;
@@ -454,6 +577,42 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
   last_raw_ = raw;
   have_last_ = true;
   publish(resync);
+}
+
+// Whether the counter kept its rate over a stall, telling a writer that
+// was merely not running (its rate is as good as before) from a counter
+// whose rate changed meanwhile (a live migration to a host with another
+// TSC frequency, a kvm-clock re-base), which must be learnt again. The
+// evidence: the counter's ticks over the stall, at the rate in use, against
+// the kernel's MONOTONIC_RAW over the same stall (RAW: NTP does not slew
+// it, so a frequency change of the kernel's MONOTONIC meanwhile is not
+// taken for the counter's). An unchanged counter disagrees by no more than
+// the two samples' widths and the rate's own uncertainty over the stall;
+// a changed one by its rate change times the time since the change, which
+// grows with the stall while the noise does not. A change too small or
+// too late in the stall to show here is followed afterwards, like an NTP
+// slew, by the line's kink detection (discipline()).
+bool timekeeper::rate_kept(const clock_sample& before, const clock_sample& now,
+                           const track& t) const noexcept {
+  const auto dc = static_cast<std::int64_t>(now.c - before.c);
+  const std::int64_t dk = now.k - before.k;
+  if (dc <= 0 || dk <= 0) return false;
+  const double predicted = static_cast<double>(dc) * t.nominal * (1.0 + t.freq);
+  const double noise = 3.0 * static_cast<double>(before.width_ns + now.width_ns) +
+                       2.0 * t.rate_uncertainty * static_cast<double>(dk) + 100.0;
+  return std::fabs(predicted - static_cast<double>(dk)) <= noise;
+}
+
+// The counter's rate changed while nothing watched (rate_kept()): the rate
+// and the lines are wrong. The kernel answers (with the floor) while the
+// timekeeper calibrates again, at once: the change is over, unlike a
+// counter found misbehaving at a tick, which is given a back-off.
+void timekeeper::relearn_rate() noexcept {
+  turn_off(fallback_reason::counter_rate_wrong);
+  state_ = state::calibrating;
+  have_calib_ = false;
+  have_last_ = false;
+  page_ns_per_tick_ = 0;
 }
 
 void timekeeper::restart_line(track& t, const clock_sample& s) noexcept {
@@ -522,11 +681,11 @@ void timekeeper::discipline(track& t, std::int64_t error, const clock_sample& s)
       t.xs[0] = px;
       t.ys[0] = py;
       t.outliers = 0;
+      t.keep_rate_span_ns = 0;  // the kernel's rate changed: the kept rate too
     }
   }
   add_point(t, s);
   if (fit_line(t, slope, intercept) && t.nominal > 0) {
-    t.freq = slope / t.nominal - 1.0;
     // A slope's error: about twice a sample's width over the span of the
     // line (conservative for a least-squares fit of many points).
     double lo = t.xs[0], hi = t.xs[0];
@@ -535,7 +694,9 @@ void timekeeper::discipline(track& t, std::int64_t error, const clock_sample& s)
       hi = std::max(hi, t.xs[i]);
     }
     const double span_ns = (hi - lo) * t.nominal;
-    if (span_ns > 0) {
+    if (span_ns > 0 && span_ns >= t.keep_rate_span_ns) {
+      t.keep_rate_span_ns = 0;
+      t.freq = slope / t.nominal - 1.0;
       t.rate_uncertainty =
           2.0 * static_cast<double>(std::max<std::int64_t>(s.width_ns, 20)) / span_ns;
     }
@@ -561,18 +722,20 @@ std::int64_t timekeeper::drift_allowance_ns() const noexcept {
 }
 
 // The least base a new line (or an off page's floor) may have at counter c,
-// given `est`, the kernel's time read after c plus the lead: at least what
-// a reader of the current line may have answered by then (the line's time
-// at c inside its window; stale_answer() past it, as readers do) and est.
-std::int64_t timekeeper::floor_after(bool raw, std::uint64_t c, std::int64_t est) const noexcept {
+// given `kernel`, the kernel's time read after c, and the page's lead: at
+// least what a reader of the current line may have answered by then (the
+// line's time at c inside its window, or kernel + lead; stale_answer() past
+// it, as readers do; max(kernel + lead, floor) off).
+std::int64_t timekeeper::floor_after(bool raw, std::uint64_t c, std::int64_t kernel,
+                                     std::int64_t lead) const noexcept {
   const clock_line& l = published_;
   const std::int64_t base = raw ? l.raw_ns : l.mono_ns;
-  if (l.max_delta == 0) return std::max(base, est);  // off: base is the floor
+  if (l.max_delta == 0) return std::max(base, kernel + lead);  // off: base is the floor
   const std::uint64_t delta = c - l.cycle_last;
-  if (delta < l.max_delta) return std::max(time_at(c, raw), est);
+  if (delta < l.max_delta) return std::max(time_at(c, raw), kernel + lead);
   const std::int64_t cap =
       base + detail::delta_to_ns(l.max_delta - 1, raw ? l.raw_mult : l.mult, l.shift);
-  return detail::stale_answer(est, base, cap);
+  return detail::stale_answer(kernel, lead, base, cap);
 }
 
 std::int64_t timekeeper::time_at(std::uint64_t c, bool raw) const noexcept {
@@ -607,25 +770,34 @@ std::uint64_t timekeeper::switch_point_after_close(std::uint64_t c) noexcept {
   return overrun > static_cast<std::int64_t>(overrun_ticks) ? now : c;
 }
 
-// The kernel's MONOTONIC and MONOTONIC_RAW at switch point c, for a resync,
-// where they become the new bases. Read after c, they bound from above every
+// A switch point c, read while hot is odd (and after the switch point read
+// first: it may only move forward, as in switch_point_after_close), and
+// the kernel's MONOTONIC and MONOTONIC_RAW at c, for a resync, where they
+// become the new bases. Read after c, they bound from above every
 // kernel answer a reader returned before the switch (readers check that no
 // publish began after their kernel read); read right after c, they are the
 // kernel's time at c. A writer preempted in between would set the bases
 // ahead of the kernel by as long as it was off the CPU, which the
 // discipline, never stepping back, slews away at max_correction: 10 s per
 // ms (a fork child in a busy CI run once answered 56 us ahead). So a try
-// whose counter bracket is wider than calibration allows is made again from
-// a fresh counter read, the switch point moving there (as safe as in
-// switch_point_after_close: hot is still odd), and the narrowest is kept.
-timekeeper::switch_reading timekeeper::read_kernel_at_switch(std::uint64_t c) noexcept {
-  const auto tight_ticks =
-      static_cast<std::uint64_t>(static_cast<double>(config_.calibration_bracket_ns) /
-                                 (mono_.nominal > 0 ? mono_.nominal : 1.0));
+// whose counter bracket is wider than the narrowest samples (twice their
+// width: two kernel reads) is made again from a fresh counter read, and
+// the narrowest is kept. Readers do not wait meanwhile
+// (the backup is closed), and the first reads of a writer that was just
+// woken (a daemon continued after SIGSTOP) are slow: cold caches made the
+// page hundreds of ns ahead after every stall with a few tries.
+timekeeper::switch_reading timekeeper::read_kernel_at_switch() noexcept {
+  const std::int64_t tight_ns =
+      min_width_ns_ > 0 ? std::min(2 * min_width_ns_ + 20, config_.calibration_bracket_ns)
+                        : config_.calibration_bracket_ns;
+  const auto tight_ticks = static_cast<std::uint64_t>(static_cast<double>(tight_ns) /
+                                                      (mono_.nominal > 0 ? mono_.nominal : 1.0));
   switch_reading best;
   std::uint64_t best_width = ~std::uint64_t{0};
-  for (int i = 0; i < std::max(config_.sample_tries, 1); ++i) {
-    const std::uint64_t from = i == 0 ? c : sources_.read_counter();
+  for (int i = 0; i < 4 * std::max(config_.sample_tries, 1); ++i) {
+    // A fresh counter even on the first try: closing the backup may have
+    // read the kernel twice since the first switch point (a stale page).
+    const std::uint64_t from = sources_.read_counter();
     const std::int64_t mono = sources_.read_kernel(CLOCK_MONOTONIC);
     const std::int64_t raw = sources_.read_kernel(CLOCK_MONOTONIC_RAW);
     const std::uint64_t width = sources_.read_counter() - from;
@@ -652,11 +824,13 @@ void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
     } else {
       // Stale: readers are answering stale_answer() from the kernel. The
       // backup's readers answer as from an "off" line whose floor is that
-      // answer now (the kernel read after c), so they never undercut it.
+      // answer now (the kernel read after c), so they never undercut it;
+      // the floor covers the lead, as turn_off()'s does.
       const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-      const std::int64_t mono = floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
+      const std::int64_t mono = floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC), lead);
       const std::int64_t raw =
-          floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
+          floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW), lead);
+      store(page_.backup_lead_ns, std::int64_t{0});
       const mono_offsets o = offsets_of(old);
       store(page_.backup.mono_ns, mono);
       store(page_.backup.realtime_ns, mono + o.realtime);
@@ -695,7 +869,7 @@ void timekeeper::publish(bool resync) noexcept {
   resync = resync || !was_on || c - published_.cycle_last >= published_.max_delta;
   switch_reading kernel{};
   if (resync) {
-    kernel = read_kernel_at_switch(c);
+    kernel = read_kernel_at_switch();
     c = kernel.c;
   }
   std::int64_t mono = published_.mono_ns;  // never move a base back
@@ -707,8 +881,12 @@ void timekeeper::publish(bool resync) noexcept {
     // Read after c, so these are upper bounds of the kernel's time at c:
     // every answer a reader had from the kernel is <= the new base.
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-    mono = std::max(mono, floor_after(false, c, kernel.mono + lead));
-    next.raw_ns = std::max(next.raw_ns, floor_after(true, c, kernel.raw + lead));
+    mono = std::max(mono, floor_after(false, c, kernel.mono, lead));
+    next.raw_ns = std::max(next.raw_ns, floor_after(true, c, kernel.raw, lead));
+    // The page's error is now the step's: what a restarted writer takes
+    // the kernel's time at cycle_last to be (anchor_on_page()).
+    store_relaxed(page_.last_error_mono_ns, mono - kernel.mono);
+    store_relaxed(page_.last_error_raw_ns, next.raw_ns - kernel.raw);
   }
   set_mono_base(next, mono, next_offsets);
   next.cycle_last = c;
@@ -743,8 +921,8 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   clock_line next = published_;
   if (published_.max_delta != 0) {
     const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-    const std::int64_t mono = floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC) + lead);
-    next.raw_ns = floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW) + lead);
+    const std::int64_t mono = floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC), lead);
+    next.raw_ns = floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW), lead);
     set_mono_base(next, mono, offsets_of(published_));
   }
   next.max_delta = 0;

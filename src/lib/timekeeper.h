@@ -29,6 +29,12 @@ struct timekeeper_config {
   // Calibration (the first rate and the offsets) waits for brackets at
   // least this narrow: its errors last until the discipline removes them.
   std::int64_t calibration_bracket_ns = 2'000;
+  // Calibration waits, past calibration_ns, until its rate is known this
+  // well (the two samples' widths over the time between them): a rate off
+  // by r shows as an error growing at r until the discipline's line has
+  // seen enough samples, so counter mode starts only when r can no longer
+  // spoil the first readings. The kernel answers meanwhile.
+  double calibration_rate_error = 0.5e-6;
   // Offset errors are removed by slewing over about this long.
   std::int64_t phase_time_ns = 64'000'000;
   // Bound on the slew used to remove an offset: |rate - kernel rate|.
@@ -85,6 +91,9 @@ class timekeeper {
     // time the estimate spans. With |used - freq| it bounds how fast the
     // page can drift from the kernel between two samples.
     double rate_uncertainty = 0;
+    // A rate known better than a young line's slope (a restarted daemon's,
+    // from the page) is kept until the line spans this long (ns).
+    double keep_rate_span_ns = 0;
     std::int64_t last_error = 0;
     // The rate estimate: a least-squares line through the last `count`
     // samples (kernel ns against counter ticks), restarted at a kink.
@@ -121,12 +130,17 @@ class timekeeper {
   offsets measure_offsets(int tries) noexcept;
   void calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept;
   void run_step(const clock_sample& mono, const clock_sample& raw) noexcept;
+  bool rate_kept(const clock_sample& before, const clock_sample& now,
+                 const track& t) const noexcept;
+  void relearn_rate() noexcept;
+  void anchor_on_page() noexcept;
   void discipline(track& t, std::int64_t error, const clock_sample& s) noexcept;
   static void restart_line(track& t, const clock_sample& s) noexcept;
   static void add_point(track& t, const clock_sample& s) noexcept;
   static bool fit_line(const track& t, double& slope, double& intercept) noexcept;
   std::int64_t drift_allowance_ns() const noexcept;
-  std::int64_t floor_after(bool raw, std::uint64_t c, std::int64_t est) const noexcept;
+  std::int64_t floor_after(bool raw, std::uint64_t c, std::int64_t kernel,
+                           std::int64_t lead) const noexcept;
   bool check_counter(const clock_sample& mono) noexcept;
   void fault(fallback_reason why) noexcept;
   // Publishes new rates (from tracks_) and offsets, continuous with the
@@ -139,7 +153,7 @@ class timekeeper {
   std::uint32_t open_backup() noexcept;
   void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
   std::uint64_t switch_point_after_close(std::uint64_t c) noexcept;
-  switch_reading read_kernel_at_switch(std::uint64_t c) noexcept;
+  switch_reading read_kernel_at_switch() noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
 
   page& page_;
@@ -157,6 +171,11 @@ class timekeeper {
   clock_sample last_mono_{};  // newest good samples, for resync
   clock_sample last_raw_{};
   bool have_calib_ = false;
+  // calib_mono_/calib_raw_ are the point where a previous writer left the
+  // page (a restarted daemon), and this is the kernel's rate it had then,
+  // ns per tick: calibration checks the counter kept it.
+  double page_ns_per_tick_ = 0;
+  double page_raw_ns_per_tick_ = 0;
   bool have_last_ = false;
   std::uint64_t validity_delta_ = 0;  // max_delta for a fresh publish
   // The page's lead_ns and lag_ns for the next publish (stored while hot is

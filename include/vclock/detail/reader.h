@@ -302,19 +302,26 @@ inline constexpr std::uint64_t max_lag_ticks = std::uint64_t{1} << 20;
 
 // The answer for a stale line (delta >= max_delta) whose parameters gave
 // `base` at cycle_last and at most `cap` at the end of their window, when
-// the kernel says `est` (its time plus the page's lead). Not below `base`,
-// nor below what the page may have given already: readers took it up to
+// the kernel says `kernel` and the page may be up to `lead` ahead of it.
+// Not below what the page may have given already: readers took it up to
 // `cap`, but only as fast as the counter ran, which the timekeeper holds
-// within 2000 ppm of the kernel, so by now at most est + (est - base) / 512
-// (1953 ppm). That keeps a reader monotonic across a stalled writer even
-// when the kernel's rate changed after the last sample (an NTP slew
-// starting), and keeps it near the kernel when the counter ran on while
-// the kernel did not (a VM pause, a suspend): there the kernel barely
-// moved, and so does the answer.
-inline std::int64_t stale_answer(std::int64_t est, std::int64_t base, std::int64_t cap) noexcept {
+// within 2000 ppm of the kernel, so by now at most reach = est + (est -
+// base) / 512 (1953 ppm), est = kernel + lead. That keeps a reader
+// monotonic across a stalled writer even when the kernel's rate changed
+// after the last sample (an NTP slew starting), and keeps it near the
+// kernel when the counter ran on while the kernel did not (a VM pause, a
+// suspend): there the kernel barely moved, and so does the answer. Above
+// that bound, the kernel's own time: the lead bounds the page's error, it
+// is not one, and once the kernel has passed all the page gave (at most
+// the page's true error after the window ends), a stalled writer costs
+// its readers no accuracy, nor the writer's resync (its new base is this).
+inline std::int64_t stale_answer(std::int64_t kernel, std::int64_t lead, std::int64_t base,
+                                 std::int64_t cap) noexcept {
+  const std::int64_t est = kernel + lead;
   if (est <= base) return base;
   const std::int64_t reach = est + ((est - base) >> 9);
-  return reach < cap ? reach : (cap > est ? cap : est);
+  const std::int64_t given = reach < cap ? reach : cap;
+  return given > kernel ? given : kernel;
 }
 
 // Everything the fast path does not handle, answered without waiting:
@@ -419,9 +426,9 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
       }
       // Stale (or the counter far behind cycle_last): never extrapolate.
       const std::int64_t cap = base + delta_to_ns(max_delta - 1, mult, shift);
-      const std::int64_t est = kernel() + lead;
+      const std::int64_t k = kernel();
       if (!unchanged_after_kernel()) continue;
-      return stale_answer(est, base, cap);
+      return stale_answer(k, lead, base, cap);
     }
     if constexpr (is_coarse(K)) {
       return base;
