@@ -24,9 +24,9 @@
 #include <memory>
 #include <vector>
 
+#include "lib/timekeeper.h"
 #include "support/scenarios.h"
 #include "support/sim_world.h"
-#include "timekeeper.h"
 #include "vclock/detail/reader.h"
 #include "vclock/page.h"
 

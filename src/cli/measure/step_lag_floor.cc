@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "tool/args.h"
 #include "lib/kernel_clock.h"
+#include "tool/args.h"
 
 namespace vclock::cli {
 namespace {
