@@ -33,8 +33,11 @@ struct timekeeper_config {
   // well (the two samples' widths over the time between them): a rate off
   // by r shows as an error growing at r until the discipline's line has
   // seen enough samples, so counter mode starts only when r can no longer
-  // spoil the first readings. The kernel answers meanwhile.
-  double calibration_rate_error = 0.5e-6;
+  // spoil the first readings. The kernel answers meanwhile. Loose for now:
+  // a tighter bound (issue 20's aim) holds the private vclockd of every
+  // `vclock run` in calibration for hundreds of ms on a VM whose kernel
+  // reads are wide, which the start-up and virtual-time tests reject.
+  double calibration_rate_error = 20e-6;
   // Offset errors are removed by slewing over about this long.
   std::int64_t phase_time_ns = 64'000'000;
   // Bound on the slew used to remove an offset: |rate - kernel rate|.
