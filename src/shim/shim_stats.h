@@ -44,6 +44,7 @@ struct alignas(64) thread_counts {
 // pointer, no __tls_get_addr (which may allocate), also when the shim is
 // dlopen'ed (the bench); 8 bytes of the static TLS that glibc keeps for
 // libraries loaded later.
+// NOLINTNEXTLINE(bugprone-dynamic-static-initializers): a declaration, zero-initialised TLS
 extern __thread thread_counts* this_thread_counts __attribute__((tls_model("initial-exec")));
 inline constexpr std::uintptr_t no_slot = 1;
 

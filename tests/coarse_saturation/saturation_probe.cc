@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
   const std::int64_t until = kernel_ns(CLOCK_MONOTONIC) + static_cast<std::int64_t>(seconds * 1e9);
   std::vector<lags> results(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back(spin, until, std::ref(results[static_cast<std::size_t>(t)]));
   }

@@ -51,6 +51,7 @@ bool start_shim_stats_helper(const std::string& shim) {
     env_text.emplace_back(*e);
   }
   std::vector<char*> env;
+  env.reserve(env_text.size() + 1);
   for (std::string& e : env_text) env.push_back(e.data());
   env.push_back(nullptr);
   std::string arg0 = "vclock", arg1 = "bench", arg2(helper_arg), arg3 = shim;
