@@ -14,6 +14,7 @@ declare -A allowed=(
   [vclock]=""                                          # include/vclock: the public API, page ABI
   [lib]="vclock"                                       # libvclock
   [shim]="vclock lib"                                  # libvclock_preload.so
+  [vdso]="vclock"                                      # the vclock vDSO image: freestanding
   [tool]="vclock"                                      # what both executables share
   [timens]="vclock lib tool"                           # virtual-time namespaces
   [daemon]="vclock lib timens tool"                    # vclockd: never the CLI
@@ -21,8 +22,8 @@ declare -A allowed=(
   [cli/bench]="vclock lib timens tool cli cli/run"     # find_shim: the shim `vclock run` loads
   [cli/measure]="vclock lib timens tool cli"
   [cli/ns]="vclock lib timens tool cli"
-  [cli/run]="vclock lib timens tool cli"
-  [cli/status]="vclock lib timens tool cli"
+  [cli/run]="vclock lib timens tool cli vdso"     # vdso: the image_config contract
+  [cli/status]="vclock lib timens tool cli vdso"
 )
 
 # The room of a path relative to include/ or src/ ("cli/bench/bench.h" -> cli/bench,
