@@ -22,8 +22,8 @@ declare -A allowed=(
   [cli/bench]="vclock lib timens tool cli cli/run"     # find_shim: the shim `vclock run` loads
   [cli/measure]="vclock lib timens tool cli"
   [cli/ns]="vclock lib timens tool cli"
-  [cli/run]="vclock lib timens tool cli vdso"     # vdso: the image_config contract
-  [cli/status]="vclock lib timens tool cli vdso"
+  [cli/run]="vclock lib timens tool cli vdso"          # vdso: the image_config contract
+  [cli/status]="vclock lib timens tool cli vdso"       # vdso: whether a pid runs on the image
 )
 
 # The room of a path relative to include/ or src/ ("cli/bench/bench.h" -> cli/bench,
