@@ -20,7 +20,7 @@
 #include "timens/control.h"
 #include "timens/store.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 using namespace std::string_literals;
@@ -323,4 +323,4 @@ TEST(NsOwners, RootThisUserOrTheOwnerOfAClosedDirectory) {
 }
 
 }  // namespace
-}  // namespace vclock::cli
+}  // namespace vclock::timens

@@ -189,7 +189,7 @@ void remove_page_and_directory(const std::string& page) {
 
 int usage(const std::string& message) {
   std::fprintf(stderr, "vclockd: %s\n", message.c_str());
-  return cli::exit_usage;
+  return tool::exit_usage;
 }
 
 // Root's named namespaces, beside the page (timens_service.h). A private
@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
   using vclock::daemon::options;
   options o;
   std::string realtime = "auto";
-  vclock::cli::option_parser parser("vclockd");
+  vclock::tool::option_parser parser("vclockd");
   parser.add_string(
       "page", "PATH", &o.page,
       "the page to publish (default /run/vclock/page; a missing directory is created, 0755)");
@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (version) {
-    std::fputs(vclock::cli::version_line("vclockd").c_str(), stdout);
+    std::fputs(vclock::tool::version_line("vclockd").c_str(), stdout);
     return 0;
   }
   if (o.page.empty()) return vclock::daemon::usage("--page: empty path");

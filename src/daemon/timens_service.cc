@@ -31,8 +31,8 @@ log_function say = nullptr;
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-void reply(int fd, const cli::ns_outcome& o) {
-  const std::string bytes = cli::encode_ns_outcome(o);
+void reply(int fd, const timens::ns_outcome& o) {
+  const std::string bytes = timens::encode_ns_outcome(o);
   send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
 }
 
@@ -42,7 +42,7 @@ void serve(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   // Read before any answer: a socket closed with a request unread would
   // reset the connection, and the asker would never see why.
-  char bytes[cli::ns_message_max + 1];
+  char bytes[timens::ns_message_max + 1];
   ssize_t n = 0;
   do {
     n = recv(fd, bytes, sizeof(bytes), 0);
@@ -55,21 +55,22 @@ void serve(int fd) {
     reply(fd, {1, "vclock ns: vclockd changes root's namespaces for root only"});
     return;
   }
-  cli::ns_request request;
+  timens::ns_request request;
   std::string error;
-  if (!cli::decode_ns_request(std::string_view(bytes, static_cast<std::size_t>(n)), request,
-                              error)) {
+  if (!timens::decode_ns_request(std::string_view(bytes, static_cast<std::size_t>(n)), request,
+                                 error)) {
     say("namespace request from pid " + std::to_string(peer.pid) + " refused: " + error);
-    reply(fd, {cli::exit_usage, "vclock ns: vclockd: " + error});
+    reply(fd, {tool::exit_usage, "vclock ns: vclockd: " + error});
     return;
   }
   // A name, never a path: the request names a file in this directory only.
   if (!valid_ns_name(request.name.c_str())) {
-    reply(fd, {cli::exit_usage,
+    reply(fd, {tool::exit_usage,
                "vclock: ns " + request.verb + ": '" + request.name + "' is not a namespace name"});
     return;
   }
-  const cli::ns_outcome outcome = cli::apply_ns_request(request, ns_directory + "/" + request.name);
+  const timens::ns_outcome outcome =
+      timens::apply_ns_request(request, ns_directory + "/" + request.name);
   std::string line = "namespace " + request.name + ": " + request.verb;
   for (const std::string& o : request.options) line += " " + o;
   line += " (pid " + std::to_string(peer.pid) + "): ";
@@ -127,7 +128,7 @@ bool start_ns_service(const std::string& page_directory, log_function log, std::
   if (!own_directory(ns_directory, error)) return false;
   const std::string path = page_directory + "/ns.sock";
   sockaddr_un address{};
-  if (!cli::ns_socket_address(path, address)) {
+  if (!timens::ns_socket_address(path, address)) {
     error = path + ": too long for a socket's name";
     return false;
   }

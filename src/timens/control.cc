@@ -16,7 +16,7 @@
 #include "timens/time_options.h"
 #include "tool/args.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 constexpr std::string_view request_tag = "vclock-ns/1";
@@ -33,11 +33,11 @@ bool split_fields(std::string_view bytes, std::vector<std::string_view>& fields)
 }
 
 ns_outcome usage_outcome(const std::string& command, const std::string& message) {
-  return {exit_usage, "vclock: " + command + ": " + message};
+  return {tool::exit_usage, "vclock: " + command + ": " + message};
 }
 
 ns_outcome failed_outcome(const std::string& command, const std::string& message) {
-  return {exit_check_failed, "vclock " + command + ": " + message};
+  return {tool::exit_check_failed, "vclock " + command + ": " + message};
 }
 
 }  // namespace
@@ -160,7 +160,7 @@ ns_outcome apply_ns_request(const ns_request& r, const std::string& path) {
                   "vclock ns set: published %.3f ms after its switch point (the writer was "
                   "preempted): readers may have seen a step that long",
                   static_cast<double>(late_ns) / 1e6);
-    return {exit_ok, line};
+    return {tool::exit_ok, line};
   }
   return {};
 }
@@ -215,4 +215,4 @@ bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome
   return true;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens

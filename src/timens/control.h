@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vclock::cli {
+namespace vclock::timens {
 
 inline constexpr std::size_t ns_message_max = 4096;
 
@@ -72,6 +72,6 @@ inline constexpr int answer_timeout_ms = 10'000;
 bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome& out,
                  int timeout_ms = answer_timeout_ms);
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens
 
 #endif  // VCLOCK_SRC_TIMENS_CONTROL_H_

@@ -21,7 +21,7 @@
 #include "lib/timens_join.h"
 #include "vclock/detail/seqlock.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 constexpr clockid_t family_clock[ns_family_count] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW,
@@ -343,4 +343,4 @@ bool read_ns_file(const std::string& path, ns_header& header, ns_params& params,
   return true;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens

@@ -18,7 +18,7 @@
 #include "timens/time_options.h"
 #include "vclock/ns_page.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 
 // Host time of each family (ns_family order) at a switch point.
 struct host_times {
@@ -74,6 +74,6 @@ bool change_ns_file(const std::string& path, const time_options& options, std::i
 bool read_ns_file(const std::string& path, ns_header& header, ns_params& params,
                   std::string& error);
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens
 
 #endif  // VCLOCK_SRC_TIMENS_STORE_H_

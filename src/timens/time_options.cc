@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 __extension__ typedef unsigned __int128 u128;
@@ -325,4 +325,4 @@ std::string time_options_help(std::string_view command) {
   return h;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens
