@@ -208,7 +208,7 @@ void keep_root_namespaces(const options& o, const detail::kernel_frame& frame) {
   const std::string directory = slash == std::string::npos ? "." : o.page.substr(0, slash);
   const auto say = [](const std::string& line) { log("%s", line.c_str()); };
   std::string error;
-  if (start_ns_service(directory, say, error)) {
+  if (start_timens_service(directory, say, error)) {
     log("keeping root's named namespaces in %s/ns (vclock ns asks on %s/ns.sock)",
         directory.c_str(), directory.c_str());
   } else {
@@ -309,7 +309,7 @@ int run(const options& o) {
   } else {
     log("page turned off");
   }
-  stop_ns_service();
+  stop_timens_service();
   if (o.remove_on_exit) remove_page_and_directory(o.page);
   return 0;
 }

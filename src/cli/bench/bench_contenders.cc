@@ -204,7 +204,7 @@ bool load_shim_in_namespace(const std::string& shim, const timens::time_options&
   const std::string ns = dir + "/ns";
   const std::string copy = dir + "/libvclock_preload_ns.so";
   std::string error;
-  bool ok = timens::create_ns_file(ns, "", options, error);
+  bool ok = timens::create_timens_file(ns, "", options, error);
   if (ok) {
     std::ifstream in(shim, std::ios::binary);
     std::ofstream to(copy, std::ios::binary);

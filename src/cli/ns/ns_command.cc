@@ -55,7 +55,7 @@ int show(const std::string& path, bool json) {
   ns_header header{};
   ns_params p{};
   std::string error;
-  if (!timens::read_ns_file(path, header, p, error)) {
+  if (!timens::read_timens_file(path, header, p, error)) {
     std::fprintf(stderr, "vclock ns show: %s\n", error.c_str());
     return exit_failed;
   }
@@ -110,11 +110,11 @@ int list(bool json) {
     std::string name, file;
   };
   std::vector<entry> entries;
-  for (const std::string& dir : timens::ns_directories()) {
+  for (const std::string& dir : timens::timens_directories()) {
     DIR* d = opendir(dir.c_str());
     if (d == nullptr) continue;
     while (const dirent* e = readdir(d)) {
-      if (!valid_ns_name(e->d_name)) continue;
+      if (!valid_timens_name(e->d_name)) continue;
       entries.push_back({e->d_name, dir + "/" + e->d_name});
     }
     closedir(d);
@@ -135,7 +135,7 @@ int list(bool json) {
   return tool::exit_ok;
 }
 
-timens::ns_outcome print(const timens::ns_outcome& o) {
+timens::timens_outcome print(const timens::timens_outcome& o) {
   if (!o.message.empty()) std::fprintf(stderr, "%s\n", o.message.c_str());
   return o;
 }
@@ -143,27 +143,27 @@ timens::ns_outcome print(const timens::ns_outcome& o) {
 // create, set, rm. Root's namespaces go through the vclockd that serves
 // the system's directory, when one answers (timens/control.h), except a `set`
 // of a file root wrote itself, which the daemon's user may not write.
-int change(const timens::ns_request& request) {
+int change(const timens::timens_request& request) {
   std::string path;
   if (request.verb == "create") {
     std::string error;
-    const std::string dir = timens::own_ns_directory(error);
+    const std::string dir = timens::own_timens_directory(error);
     if (dir.empty()) return print({exit_failed, "vclock ns create: " + error}).status;
     path = dir + "/" + request.name;
   } else {
-    path = timens::ns_file_of(request.name);
+    path = timens::timens_file_of(request.name);
   }
   const bool in_system_directory =
-      request.name[0] != '/' && path == timens::system_ns_directory() + "/" + request.name;
+      request.name[0] != '/' && path == timens::system_timens_directory() + "/" + request.name;
   struct stat file {};
   const bool root_wrote_it =
       request.verb == "set" && stat(path.c_str(), &file) == 0 && file.st_uid == 0;
-  timens::ns_outcome answer;
+  timens::timens_outcome answer;
   if (geteuid() == 0 && in_system_directory && !root_wrote_it &&
-      timens::ask_vclockd(timens::ns_control_socket(), request, answer)) {
+      timens::ask_vclockd(timens::timens_control_socket(), request, answer)) {
     return print(answer).status;
   }
-  return print(timens::apply_ns_request(request, path)).status;
+  return print(timens::apply_timens_request(request, path)).status;
 }
 
 }  // namespace
@@ -227,7 +227,7 @@ int run_ns(std::span<char* const> args) {
       return tool::usage_error(command, "missing NAME");
     }
   }
-  if (name[0] != '/' && !valid_ns_name(name.c_str())) {
+  if (name[0] != '/' && !valid_timens_name(name.c_str())) {
     return tool::usage_error(command, "'" + name +
                                           "' is not a namespace name (letters, digits, '.', '_', "
                                           "'-'; at most 63; not starting with '.')");
@@ -237,8 +237,8 @@ int run_ns(std::span<char* const> args) {
   if (sub == "set" && !options.changes_clocks()) {
     return tool::usage_error(command, "nothing to change (see vclock ns --help)");
   }
-  if (sub == "show") return show(timens::ns_file_of(name), json);
-  return change(timens::ns_request{std::string(sub), name, option_args});
+  if (sub == "show") return show(timens::timens_file_of(name), json);
+  return change(timens::timens_request{std::string(sub), name, option_args});
 }
 
 }  // namespace vclock::cli

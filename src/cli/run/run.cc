@@ -122,7 +122,7 @@ bool make_anonymous_namespace(const timens::time_options& options, const timens:
   // Readable by the command's processes whatever uid they drop to.
   chmod(dir.c_str(), 0755);
   path = dir + "/ns";
-  if (!timens::create_ns_file(path, "", options, error, frame)) {
+  if (!timens::create_timens_file(path, "", options, error, frame)) {
     rmdir(dir.c_str());
     return false;
   }
@@ -137,15 +137,15 @@ bool make_anonymous_namespace(const timens::time_options& options, const timens:
 // A named namespace must exist and be one this user may join: said now, in
 // one line, rather than found out by the command's clocks.
 bool check_named_namespace(const std::string& name, std::string& path, std::string& error) {
-  path = timens::ns_file_of(name);
+  path = timens::timens_file_of(name);
   if (path.empty()) {
     error = "'" + name + "' is neither a namespace name nor an absolute path";
     return false;
   }
   alignas(4096) static ns_page probe;
-  const ns_join_result r = join_ns_page(path.c_str(), &probe);
-  if (r.refusal != ns_refusal::none) {
-    error = path + ": " + ns_refusal_text(r.refusal);
+  const timens_join_result r = join_timens_page(path.c_str(), &probe);
+  if (r.refusal != timens_refusal::none) {
+    error = path + ": " + timens_refusal_text(r.refusal);
     return false;
   }
   return true;
@@ -292,11 +292,12 @@ int run_run(std::span<char* const> args) {
   if (!options.ns.empty()) {
     std::string error;
     if (!check_named_namespace(options.ns, ns_path, error)) return tool::usage_error("run", error);
-  } else if (const char* inherited = std::getenv(ns_env);
-             inherited != nullptr && valid_ns_name(inherited) && !vclock_options.changes_clocks()) {
+  } else if (const char* inherited = std::getenv(ns_env); inherited != nullptr &&
+                                                          valid_timens_name(inherited) &&
+                                                          !vclock_options.changes_clocks()) {
     // A name in VCLOCK_NS is looked up beside the host page: pinned to
     // its file now, before VCLOCK_PAGE may name a private daemon's page.
-    ns_path = timens::ns_file_of(inherited);
+    ns_path = timens::timens_file_of(inherited);
   }
 
   std::string why;
