@@ -29,6 +29,7 @@
 #include "lib/status.h"
 #include "tool/args.h"
 #include "tool/json.h"
+#include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {
@@ -37,7 +38,7 @@ namespace {
 using timespec_fn = int (*)(clockid_t, timespec*);
 using ns_fn = std::int64_t (*)(clockid_t);
 
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using detail::ns_per_s;
 
 // The selftest counts over one 3 s span. A shared VM is seldom quiet for
 // seconds at a time, so here the span is shorter and repeated, and the best

@@ -60,13 +60,14 @@
 #include "lib/runtime.h"
 #include "tool/args.h"
 #include "tool/json.h"
+#include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {
 namespace {
 
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using detail::ns_per_s;
 constexpr std::int64_t step_period_ns = 50'000'000;    // between injected steps
 constexpr std::int64_t default_threshold_ns = 20'000;  // what counts as a step, and as caught up
 constexpr std::int64_t settle_ns = 100'000'000;        // how long the end waits for a pending step
