@@ -229,11 +229,8 @@ void join_kernel_frame_namespace() noexcept {
 void join_namespace_from_environment() noexcept {
   const char* spec = secure_getenv(ns_env);
   if (spec == nullptr || spec[0] == '\0') return;
-  const char* runtime_dir = secure_getenv("XDG_RUNTIME_DIR");
   char user_directory[200];
-  const bool have_user = runtime_dir != nullptr && runtime_dir[0] == '/' &&
-                         std::snprintf(user_directory, sizeof(user_directory), "%s/vclock/ns",
-                                       runtime_dir) < static_cast<int>(sizeof(user_directory));
+  const bool have_user = user_timens_directory(user_directory, sizeof(user_directory));
   char system_directory[256];
   if (!system_timens_directory(system_directory, sizeof(system_directory)) ||
       !timens_path_of(spec, have_user ? user_directory : nullptr, system_directory, ns_file,

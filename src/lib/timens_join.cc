@@ -69,6 +69,13 @@ bool valid_timens_name(const char* name) noexcept {
   return true;
 }
 
+bool user_timens_directory(char* out, std::size_t size) noexcept {
+  const char* runtime = secure_getenv("XDG_RUNTIME_DIR");
+  if (runtime == nullptr || runtime[0] != '/') return false;
+  const int n = std::snprintf(out, size, "%s/vclock/ns", runtime);
+  return n >= 0 && static_cast<std::size_t>(n) < size;
+}
+
 bool system_timens_directory(char* out, std::size_t size) noexcept {
   const auto fits = [size](int n) { return n > 0 && static_cast<std::size_t>(n) < size; };
   const char* page = secure_getenv(page_env);

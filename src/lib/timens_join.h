@@ -57,6 +57,11 @@ bool valid_timens_name(const char* name) noexcept;
 // the host page VCLOCK_PAGE names (secure_getenv; an absolute path), else
 // /run/vclock/ns. False if it does not fit.
 bool system_timens_directory(char* out, std::size_t size) noexcept;
+// This user's namespace directory into `out`: $XDG_RUNTIME_DIR/vclock/ns
+// (secure_getenv: a setuid program has none). False when the variable is
+// unset or relative, or the path does not fit. The one rule the CLI, vclockd
+// and the reader share.
+bool user_timens_directory(char* out, std::size_t size) noexcept;
 
 // The file of namespace `spec` (a name or an absolute path) into `out`:
 // false (bad_name) if it is neither, or does not fit. A name resolves to

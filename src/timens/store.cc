@@ -182,10 +182,10 @@ std::string system_timens_directory() {
 
 namespace {
 
-// $XDG_RUNTIME_DIR/vclock/ns; "" when the variable is unset or relative.
+// This user's directory (lib's rule); "" when there is none.
 std::string user_timens_directory() {
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  return runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/vclock/ns" : "";
+  char directory[512];
+  return vclock::user_timens_directory(directory, sizeof(directory)) ? directory : "";
 }
 
 }  // namespace
