@@ -35,6 +35,7 @@
 #include "lib/status.h"
 #include "support/child_process.h"
 #include "support/realtime_steps.h"
+#include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 
@@ -46,7 +47,7 @@ using vclock::test::run_child_test;
 using vclock::test::wait_with_watchdog;
 
 constexpr std::int64_t tolerance_ns = 50'000;
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using vclock::detail::ns_per_s;
 
 // The exit status of a child test run (run_child_test) that ran and passed. Not 0: a
 // --gtest_filter that matches nothing also exits 0.

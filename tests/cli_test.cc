@@ -275,8 +275,8 @@ void expect_python_accepts(const std::string& text) {
   unlink(path);
 }
 
-using vclock::cli::json_writer;
-using vclock::cli::option_parser;
+using vclock::tool::json_writer;
+using vclock::tool::option_parser;
 
 // ---- Units --------------------------------------------------------------------------------
 

@@ -26,11 +26,12 @@
 
 #include "support/realtime_steps.h"
 #include "support/sanitizers.h"
+#include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 
 namespace {
 
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using vclock::detail::ns_per_s;
 // Functional, not precision (as in api_test.cc): a sanitizer build is slow, and the point is
 // that the answer is the time, not garbage or a hang. Under TSan (every access instrumented)
 // a timekeeper calibrating while CI runs other tests beside it has been off by more than 50 us

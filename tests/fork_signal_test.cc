@@ -28,6 +28,7 @@
 #include "support/child_process.h"
 #include "support/realtime_steps.h"
 #include "support/sanitizers.h"
+#include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 
 extern char** environ;
@@ -38,7 +39,7 @@ using vclock::test::run_child_test;
 using vclock::test::wait_with_watchdog;
 
 constexpr std::int64_t tolerance_ns = 50'000;  // as in api_test.cc: functional, not precision
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using vclock::detail::ns_per_s;
 constexpr int child_passed = 3;  // not 0: a --gtest_filter that matches nothing exits 0
 
 std::int64_t kernel_ns(clockid_t clock) {

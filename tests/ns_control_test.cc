@@ -20,7 +20,7 @@
 #include "timens/control.h"
 #include "timens/store.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 using namespace std::string_literals;
@@ -28,20 +28,20 @@ using namespace std::string_literals;
 constexpr std::int64_t s = 1'000'000'000;
 
 std::string decode_error(std::string_view bytes) {
-  ns_request r;
+  timens_request r;
   std::string error;
-  EXPECT_FALSE(decode_ns_request(bytes, r, error)) << "accepted: " << std::string(bytes);
+  EXPECT_FALSE(decode_timens_request(bytes, r, error)) << "accepted: " << std::string(bytes);
   return error;
 }
 
 TEST(NsControl, RequestsRoundTripWithTheOptionsAsGiven) {
-  const ns_request sent{"set", "demo", {"--rate", "2.5", "--realtime=+1d", "--frozen"}};
+  const timens_request sent{"set", "demo", {"--rate", "2.5", "--realtime=+1d", "--frozen"}};
   std::string error;
-  const std::string bytes = encode_ns_request(sent, error);
+  const std::string bytes = encode_timens_request(sent, error);
   ASSERT_FALSE(bytes.empty()) << error;
   EXPECT_EQ(bytes, "vclock-ns/1\0set\0demo\0--rate\0002.5\0--realtime=+1d\0--frozen\0"s);
-  ns_request got;
-  ASSERT_TRUE(decode_ns_request(bytes, got, error)) << error;
+  timens_request got;
+  ASSERT_TRUE(decode_timens_request(bytes, got, error)) << error;
   EXPECT_EQ(got.verb, sent.verb);
   EXPECT_EQ(got.name, sent.name);
   EXPECT_EQ(got.options, sent.options);
@@ -54,31 +54,33 @@ TEST(NsControl, MalformedRequestsAreRefusedWithAReason) {
   EXPECT_NE(decode_error("vclock-ns/2\0set\0demo\0"s), "");
   EXPECT_EQ(decode_error("vclock-ns/1\0chmod\0demo\0"s), "unknown request 'chmod'");
   std::string huge = "vclock-ns/1\0set\0demo\0"s;
-  huge += std::string(ns_message_max, 'x') + '\0';
+  huge += std::string(timens_message_max, 'x') + '\0';
   EXPECT_NE(decode_error(huge), "");
   std::string error;
-  EXPECT_EQ(encode_ns_request({"set", "demo", {std::string(ns_message_max, '1')}}, error), "");
+  EXPECT_EQ(encode_timens_request({"set", "demo", {std::string(timens_message_max, '1')}}, error),
+            "");
   EXPECT_NE(error, "");
-  EXPECT_EQ(encode_ns_request({"set", "de\0mo"s, {}}, error), "");
+  EXPECT_EQ(encode_timens_request({"set", "de\0mo"s, {}}, error), "");
 }
 
 TEST(NsControl, AnswersRoundTripAndBadOnesAreRefused) {
-  ns_outcome got;
-  ASSERT_TRUE(decode_ns_outcome(encode_ns_outcome({0, ""}), got));
+  timens_outcome got;
+  ASSERT_TRUE(decode_timens_outcome(encode_timens_outcome({0, ""}), got));
   EXPECT_EQ(got.status, 0);
   EXPECT_EQ(got.message, "");
-  ASSERT_TRUE(decode_ns_outcome(encode_ns_outcome({2, "vclock: ns set: a\0b"s}), got));
+  ASSERT_TRUE(decode_timens_outcome(encode_timens_outcome({2, "vclock: ns set: a\0b"s}), got));
   EXPECT_EQ(got.status, 2);
   EXPECT_EQ(got.message, "vclock: ns set: a b");
   for (const std::string& bad : {""s, "x\0"s, "\0text"s, "256\0"s, "1234\0"s, "1"s, "1\0a\0b"s}) {
-    EXPECT_FALSE(decode_ns_outcome(bad, got)) << bad;
+    EXPECT_FALSE(decode_timens_outcome(bad, got)) << bad;
   }
   // An answer longer than a message is cut to fit one.
-  EXPECT_LE(encode_ns_outcome({1, std::string(3 * ns_message_max, 'e')}).size(), ns_message_max);
+  EXPECT_LE(encode_timens_outcome({1, std::string(3 * timens_message_max, 'e')}).size(),
+            timens_message_max);
 }
 
 TEST(NsControl, NoDaemonListeningMeansWriteItYourself) {
-  ns_outcome o;
+  timens_outcome o;
   EXPECT_FALSE(ask_vclockd("/nonexistent-vclock-dir/ns.sock", {"rm", "demo", {}}, o));
   EXPECT_FALSE(ask_vclockd("", {"rm", "demo", {}}, o));
 }
@@ -123,7 +125,7 @@ class fake_daemon {
   void serve() {
     const int fd = accept4(listening_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) return;
-    char bytes[ns_message_max + 1];
+    char bytes[timens_message_max + 1];
     const ssize_t n = recv(fd, bytes, sizeof(bytes), 0);
     if (n > 0) request_.assign(bytes, static_cast<std::size_t>(n));
     if (answer_ == "hang") {
@@ -143,29 +145,29 @@ class fake_daemon {
 };
 
 TEST(NsControl, TheAskerSaysWhatTheDaemonAnsweredOrDidNot) {
-  const ns_request r{"set", "demo", {"--rate", "2"}};
+  const timens_request r{"set", "demo", {"--rate", "2"}};
   {
-    fake_daemon d(encode_ns_outcome({1, "vclock ns set: demo: no such namespace"}));
+    fake_daemon d(encode_timens_outcome({1, "vclock ns set: demo: no such namespace"}));
     ASSERT_FALSE(d.path().empty());
-    ns_outcome o;
+    timens_outcome o;
     ASSERT_TRUE(ask_vclockd(d.path(), r, o));
     EXPECT_EQ(o.status, 1);
     EXPECT_EQ(o.message, "vclock ns set: demo: no such namespace");
-    ns_request seen;
+    timens_request seen;
     std::string error;
-    ASSERT_TRUE(decode_ns_request(d.request(), seen, error)) << error;
+    ASSERT_TRUE(decode_timens_request(d.request(), seen, error)) << error;
     EXPECT_EQ(seen.options, r.options);
   }
   {
     fake_daemon d("");  // closes without a word
-    ns_outcome o;
+    timens_outcome o;
     ASSERT_TRUE(ask_vclockd(d.path(), r, o));
     EXPECT_EQ(o.status, 1);
     EXPECT_NE(o.message.find("gave no well-formed answer"), std::string::npos) << o.message;
   }
   {
     fake_daemon d("999\0nonsense"s);
-    ns_outcome o;
+    timens_outcome o;
     ASSERT_TRUE(ask_vclockd(d.path(), r, o));
     EXPECT_EQ(o.status, 1);
     EXPECT_NE(o.message.find("gave no well-formed answer"), std::string::npos) << o.message;
@@ -174,7 +176,7 @@ TEST(NsControl, TheAskerSaysWhatTheDaemonAnsweredOrDidNot) {
     // A stopped daemon: the asker waits, then says so, and does not write
     // the file in its stead.
     fake_daemon d("hang");
-    ns_outcome o;
+    timens_outcome o;
     ASSERT_TRUE(ask_vclockd(d.path(), r, o, 200));
     EXPECT_EQ(o.status, 1);
     EXPECT_NE(o.message.find("did not answer within 0.2 s"), std::string::npos) << o.message;
@@ -205,46 +207,46 @@ TEST(NsApply, CreateSetAndRemoveAsTheCliWould) {
   const scratch_namespace scratch;
   ASSERT_TRUE(scratch.made());
   const auto path = [&scratch] { return scratch.path(); };
-  ns_outcome o = apply_ns_request({"create", "demo", {"--realtime", "+1d"}}, path());
+  timens_outcome o = apply_timens_request({"create", "demo", {"--realtime", "+1d"}}, path());
   ASSERT_EQ(o.status, 0) << o.message;
   ns_header header{};
   ns_params p{};
   std::string error;
-  ASSERT_TRUE(read_ns_file(path(), header, p, error)) << error;
+  ASSERT_TRUE(read_timens_file(path(), header, p, error)) << error;
   EXPECT_STREQ(header.name, "demo");
   EXPECT_NEAR(static_cast<double>(p.offset_realtime_ns), 86400.0 * s, 0.1 * s);
   EXPECT_EQ(p.generation, 1u);
 
-  o = apply_ns_request({"create", "demo", {}}, path());
+  o = apply_timens_request({"create", "demo", {}}, path());
   EXPECT_EQ(o.status, 1);
   EXPECT_NE(o.message.find("exists"), std::string::npos) << o.message;
 
-  o = apply_ns_request({"set", "demo", {"--rate=2"}}, path());
+  o = apply_timens_request({"set", "demo", {"--rate=2"}}, path());
   ASSERT_EQ(o.status, 0) << o.message;
-  ASSERT_TRUE(read_ns_file(path(), header, p, error)) << error;
+  ASSERT_TRUE(read_timens_file(path(), header, p, error)) << error;
   EXPECT_EQ(p.generation, 2u);
   EXPECT_EQ(p.rate_running_q32, 2 * rate_one_q32);
 
   // Usage errors: what the CLI would have refused before sending.
-  o = apply_ns_request({"set", "demo", {}}, path());
+  o = apply_timens_request({"set", "demo", {}}, path());
   EXPECT_EQ(o.status, 2);
   EXPECT_EQ(o.message, "vclock: ns set: nothing to change (see vclock ns --help)");
-  o = apply_ns_request({"set", "demo", {"--rate", "0"}}, path());
+  o = apply_timens_request({"set", "demo", {"--rate", "0"}}, path());
   EXPECT_EQ(o.status, 2) << o.message;
-  o = apply_ns_request({"set", "demo", {"--chmod"}}, path());
+  o = apply_timens_request({"set", "demo", {"--chmod"}}, path());
   EXPECT_EQ(o.status, 2);
   EXPECT_EQ(o.message, "vclock: ns set: unexpected argument '--chmod'");
-  o = apply_ns_request({"rm", "demo", {"--frozen"}}, path());
+  o = apply_timens_request({"rm", "demo", {"--frozen"}}, path());
   EXPECT_EQ(o.status, 2);
-  o = apply_ns_request({"set", "demo", {"--allow-backward", "--monotonic", "-1h"}}, path());
+  o = apply_timens_request({"set", "demo", {"--allow-backward", "--monotonic", "-1h"}}, path());
   EXPECT_EQ(o.status, 0) << o.message;
-  o = apply_ns_request({"set", "demo", {"--monotonic", "-1h"}}, path());
+  o = apply_timens_request({"set", "demo", {"--monotonic", "-1h"}}, path());
   EXPECT_EQ(o.status, 1);
   EXPECT_NE(o.message.find("would step back"), std::string::npos) << o.message;
 
-  o = apply_ns_request({"rm", "demo", {}}, path());
+  o = apply_timens_request({"rm", "demo", {}}, path());
   EXPECT_EQ(o.status, 0) << o.message;
-  o = apply_ns_request({"rm", "demo", {}}, path());
+  o = apply_timens_request({"rm", "demo", {}}, path());
   EXPECT_EQ(o.status, 1);
   EXPECT_EQ(o.message, "vclock ns rm: " + path() + ": no such namespace");
 }
@@ -275,24 +277,24 @@ class page_variable {
 TEST(NsDirectory, TheSystemsNamespacesAreBesideTheHostPage) {
   page_variable restore;
   unsetenv("VCLOCK_PAGE");
-  EXPECT_EQ(system_ns_directory(), "/run/vclock/ns");
-  EXPECT_EQ(ns_control_socket(), "/run/vclock/ns.sock");
+  EXPECT_EQ(system_timens_directory(), "/run/vclock/ns");
+  EXPECT_EQ(timens_control_socket(), "/run/vclock/ns.sock");
   setenv("VCLOCK_PAGE", "/srv/clock/page", 1);
-  EXPECT_EQ(system_ns_directory(), "/srv/clock/ns");
-  EXPECT_EQ(ns_control_socket(), "/srv/clock/ns.sock");
-  EXPECT_EQ(ns_file_of("demo"), "/srv/clock/ns/demo");
-  EXPECT_EQ(ns_file_of("/elsewhere/x"), "/elsewhere/x");
-  EXPECT_EQ(ns_file_of("../x"), "");
+  EXPECT_EQ(system_timens_directory(), "/srv/clock/ns");
+  EXPECT_EQ(timens_control_socket(), "/srv/clock/ns.sock");
+  EXPECT_EQ(timens_file_of("demo"), "/srv/clock/ns/demo");
+  EXPECT_EQ(timens_file_of("/elsewhere/x"), "/elsewhere/x");
+  EXPECT_EQ(timens_file_of("../x"), "");
   setenv("VCLOCK_PAGE", "/page", 1);
-  EXPECT_EQ(system_ns_directory(), "/ns");
+  EXPECT_EQ(system_timens_directory(), "/ns");
   for (const char* not_a_path : {"off", "relative/page", ""}) {
     setenv("VCLOCK_PAGE", not_a_path, 1);
-    EXPECT_EQ(system_ns_directory(), "/run/vclock/ns") << not_a_path;
+    EXPECT_EQ(system_timens_directory(), "/run/vclock/ns") << not_a_path;
   }
   // Longer than any buffer: no directory at all, never a cut one.
   setenv("VCLOCK_PAGE", ("/" + std::string(1000, 'd') + "/page").c_str(), 1);
-  EXPECT_EQ(system_ns_directory(), "");
-  EXPECT_EQ(ns_file_of("demo"), "");
+  EXPECT_EQ(system_timens_directory(), "");
+  EXPECT_EQ(timens_file_of("demo"), "");
 }
 
 struct stat file_of(uid_t owner, mode_t mode) {
@@ -308,19 +310,21 @@ TEST(NsOwners, RootThisUserOrTheOwnerOfAClosedDirectory) {
   const struct stat daemon_dir = file_of(daemon, S_IFDIR | 0755);
   const struct stat loose_dir = file_of(daemon, S_IFDIR | 0775);
   const struct stat sticky_dir = file_of(0, S_IFDIR | 01777);
-  EXPECT_EQ(check_ns_file(file_of(0, S_IFREG | 0644), sticky_dir, me), ns_refusal::none);
-  EXPECT_EQ(check_ns_file(file_of(me, S_IFREG | 0644), sticky_dir, me), ns_refusal::none);
-  EXPECT_EQ(check_ns_file(file_of(daemon, S_IFREG | 0644), daemon_dir, me), ns_refusal::none);
-  EXPECT_EQ(check_ns_file(file_of(daemon, S_IFREG | 0644), loose_dir, me),
-            ns_refusal::loose_directory);
-  EXPECT_EQ(check_ns_file(file_of(other, S_IFREG | 0644), daemon_dir, me),
-            ns_refusal::foreign_owner);
-  EXPECT_EQ(check_ns_file(file_of(other, S_IFREG | 0644), sticky_dir, me),
-            ns_refusal::foreign_owner);
-  EXPECT_EQ(check_ns_file(file_of(daemon, S_IFREG | 0664), daemon_dir, me), ns_refusal::loose_mode);
-  EXPECT_EQ(check_ns_file(file_of(daemon, S_IFDIR | 0755), daemon_dir, me),
-            ns_refusal::not_regular);
+  EXPECT_EQ(check_timens_file(file_of(0, S_IFREG | 0644), sticky_dir, me), timens_refusal::none);
+  EXPECT_EQ(check_timens_file(file_of(me, S_IFREG | 0644), sticky_dir, me), timens_refusal::none);
+  EXPECT_EQ(check_timens_file(file_of(daemon, S_IFREG | 0644), daemon_dir, me),
+            timens_refusal::none);
+  EXPECT_EQ(check_timens_file(file_of(daemon, S_IFREG | 0644), loose_dir, me),
+            timens_refusal::loose_directory);
+  EXPECT_EQ(check_timens_file(file_of(other, S_IFREG | 0644), daemon_dir, me),
+            timens_refusal::foreign_owner);
+  EXPECT_EQ(check_timens_file(file_of(other, S_IFREG | 0644), sticky_dir, me),
+            timens_refusal::foreign_owner);
+  EXPECT_EQ(check_timens_file(file_of(daemon, S_IFREG | 0664), daemon_dir, me),
+            timens_refusal::loose_mode);
+  EXPECT_EQ(check_timens_file(file_of(daemon, S_IFDIR | 0755), daemon_dir, me),
+            timens_refusal::not_regular);
 }
 
 }  // namespace
-}  // namespace vclock::cli
+}  // namespace vclock::timens

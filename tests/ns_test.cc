@@ -14,7 +14,7 @@
 #include "timens/time_options.h"
 #include "vclock/ns_page.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 constexpr std::int64_t s = 1'000'000'000;
@@ -382,4 +382,4 @@ TEST(NextParams, FreezeHoldsAndThawResumesAtTheRateLastSet) {
 }
 
 }  // namespace
-}  // namespace vclock::cli
+}  // namespace vclock::timens

@@ -41,8 +41,8 @@ void print_usage() {
       "clock_gettime() from the CPU counter, in user space: inspect and measure it.\n\n"
       "commands:\n";
   for (const command& c : commands) {
-    text += strformat("  %-8.*s%.*s\n", static_cast<int>(c.name.size()), c.name.data(),
-                      static_cast<int>(c.summary.size()), c.summary.data());
+    text += tool::strformat("  %-8.*s%.*s\n", static_cast<int>(c.name.size()), c.name.data(),
+                            static_cast<int>(c.summary.size()), c.summary.data());
   }
   text +=
       "  help    this text; 'vclock help <command>' for a command's options\n\n"
@@ -66,18 +66,18 @@ const command* find_command(std::string_view name) {
 int run_help(std::span<char* const> args) {
   if (args.empty()) {
     print_usage();
-    return exit_ok;
+    return tool::exit_ok;
   }
   if (args.size() > 1) {
-    return usage_error("help", "unexpected argument '" + std::string(args[1]) + "'");
+    return tool::usage_error("help", "unexpected argument '" + std::string(args[1]) + "'");
   }
   if (std::string_view(args[0]) == "help") {
     print_usage();
-    return exit_ok;
+    return tool::exit_ok;
   }
   const command* c = find_command(args[0]);
   if (c == nullptr) {
-    return usage_error("help", "unknown command '" + std::string(args[0]) + "'");
+    return tool::usage_error("help", "unknown command '" + std::string(args[0]) + "'");
   }
   static char help_flag[] = "--help";
   char* const help_args[] = {help_flag};
@@ -86,7 +86,7 @@ int run_help(std::span<char* const> args) {
 
 int run(std::span<char* const> args) {
   if (args.empty()) {
-    return usage_error("", "missing command (try 'vclock --help')");
+    return tool::usage_error("", "missing command (try 'vclock --help')");
   }
   const std::string_view name = args[0];
   if (name == "help" || name == "--help" || name == "-h") {
@@ -94,14 +94,15 @@ int run(std::span<char* const> args) {
   }
   if (name == "--version") {
     if (args.size() > 1) {
-      return usage_error("", "unexpected argument '" + std::string(args[1]) + "'");
+      return tool::usage_error("", "unexpected argument '" + std::string(args[1]) + "'");
     }
-    std::fputs(version_line("vclock").c_str(), stdout);
-    return exit_ok;
+    std::fputs(tool::version_line("vclock").c_str(), stdout);
+    return tool::exit_ok;
   }
   const command* c = find_command(name);
   if (c == nullptr) {
-    return usage_error("", "unknown command '" + std::string(name) + "' (try 'vclock --help')");
+    return tool::usage_error("",
+                             "unknown command '" + std::string(name) + "' (try 'vclock --help')");
   }
   return c->run(args.subspan(1));
 }

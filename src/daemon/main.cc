@@ -189,7 +189,7 @@ void remove_page_and_directory(const std::string& page) {
 
 int usage(const std::string& message) {
   std::fprintf(stderr, "vclockd: %s\n", message.c_str());
-  return cli::exit_usage;
+  return tool::exit_usage;
 }
 
 // Root's named namespaces, beside the page (timens_service.h). A private
@@ -208,7 +208,7 @@ void keep_root_namespaces(const options& o, const detail::kernel_frame& frame) {
   const std::string directory = slash == std::string::npos ? "." : o.page.substr(0, slash);
   const auto say = [](const std::string& line) { log("%s", line.c_str()); };
   std::string error;
-  if (start_ns_service(directory, say, error)) {
+  if (start_timens_service(directory, say, error)) {
     log("keeping root's named namespaces in %s/ns (vclock ns asks on %s/ns.sock)",
         directory.c_str(), directory.c_str());
   } else {
@@ -309,7 +309,7 @@ int run(const options& o) {
   } else {
     log("page turned off");
   }
-  stop_ns_service();
+  stop_timens_service();
   if (o.remove_on_exit) remove_page_and_directory(o.page);
   return 0;
 }
@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
   using vclock::daemon::options;
   options o;
   std::string realtime = "auto";
-  vclock::cli::option_parser parser("vclockd");
+  vclock::tool::option_parser parser("vclockd");
   parser.add_string(
       "page", "PATH", &o.page,
       "the page to publish (default /run/vclock/page; a missing directory is created, 0755)");
@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (version) {
-    std::fputs(vclock::cli::version_line("vclockd").c_str(), stdout);
+    std::fputs(vclock::tool::version_line("vclockd").c_str(), stdout);
     return 0;
   }
   if (o.page.empty()) return vclock::daemon::usage("--page: empty path");

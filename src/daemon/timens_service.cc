@@ -23,7 +23,7 @@
 namespace vclock::daemon {
 namespace {
 
-// Set once by start_ns_service(), before the thread starts.
+// Set once by start_timens_service(), before the thread starts.
 int listening_fd = -1;
 std::string socket_path;
 std::string ns_directory;
@@ -31,8 +31,8 @@ log_function say = nullptr;
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-void reply(int fd, const cli::ns_outcome& o) {
-  const std::string bytes = cli::encode_ns_outcome(o);
+void reply(int fd, const timens::timens_outcome& o) {
+  const std::string bytes = timens::encode_timens_outcome(o);
   send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
 }
 
@@ -42,7 +42,7 @@ void serve(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   // Read before any answer: a socket closed with a request unread would
   // reset the connection, and the asker would never see why.
-  char bytes[cli::ns_message_max + 1];
+  char bytes[timens::timens_message_max + 1];
   ssize_t n = 0;
   do {
     n = recv(fd, bytes, sizeof(bytes), 0);
@@ -55,21 +55,22 @@ void serve(int fd) {
     reply(fd, {1, "vclock ns: vclockd changes root's namespaces for root only"});
     return;
   }
-  cli::ns_request request;
+  timens::timens_request request;
   std::string error;
-  if (!cli::decode_ns_request(std::string_view(bytes, static_cast<std::size_t>(n)), request,
-                              error)) {
+  if (!timens::decode_timens_request(std::string_view(bytes, static_cast<std::size_t>(n)), request,
+                                     error)) {
     say("namespace request from pid " + std::to_string(peer.pid) + " refused: " + error);
-    reply(fd, {cli::exit_usage, "vclock ns: vclockd: " + error});
+    reply(fd, {tool::exit_usage, "vclock ns: vclockd: " + error});
     return;
   }
   // A name, never a path: the request names a file in this directory only.
-  if (!valid_ns_name(request.name.c_str())) {
-    reply(fd, {cli::exit_usage,
+  if (!valid_timens_name(request.name.c_str())) {
+    reply(fd, {tool::exit_usage,
                "vclock: ns " + request.verb + ": '" + request.name + "' is not a namespace name"});
     return;
   }
-  const cli::ns_outcome outcome = cli::apply_ns_request(request, ns_directory + "/" + request.name);
+  const timens::timens_outcome outcome =
+      timens::apply_timens_request(request, ns_directory + "/" + request.name);
   std::string line = "namespace " + request.name + ": " + request.verb;
   for (const std::string& o : request.options) line += " " + o;
   line += " (pid " + std::to_string(peer.pid) + "): ";
@@ -121,13 +122,13 @@ bool own_directory(const std::string& path, std::string& error) {
 
 }  // namespace
 
-bool start_ns_service(const std::string& page_directory, log_function log, std::string& error) {
+bool start_timens_service(const std::string& page_directory, log_function log, std::string& error) {
   say = log;
   ns_directory = page_directory + "/ns";
   if (!own_directory(ns_directory, error)) return false;
   const std::string path = page_directory + "/ns.sock";
   sockaddr_un address{};
-  if (!cli::ns_socket_address(path, address)) {
+  if (!timens::timens_socket_address(path, address)) {
     error = path + ": too long for a socket's name";
     return false;
   }
@@ -162,7 +163,7 @@ bool start_ns_service(const std::string& page_directory, log_function log, std::
   return true;
 }
 
-void stop_ns_service() {
+void stop_timens_service() {
   if (socket_path.empty()) return;
   unlink(socket_path.c_str());
   socket_path.clear();

@@ -22,12 +22,12 @@ using log_function = void (*)(const std::string& line);
 // `page_directory`/ns.sock (0600) and starts the thread. False with `error`
 // when it cannot: the directory is someone else's or writable by others,
 // the socket cannot be bound. Once per process.
-bool start_ns_service(const std::string& page_directory, log_function log, std::string& error);
+bool start_timens_service(const std::string& page_directory, log_function log, std::string& error);
 
-// Removes the socket, if start_ns_service() made it (at exit; the
+// Removes the socket, if start_timens_service() made it (at exit; the
 // thread dies with the process, a change in progress leaves the
 // namespace as it was or changed, never half-written).
-void stop_ns_service();
+void stop_timens_service();
 
 }  // namespace vclock::daemon
 

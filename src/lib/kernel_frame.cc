@@ -42,7 +42,7 @@ bool in_time_namespace(const char* link) noexcept {
 
 void write_identity_namespace(ns_page& p) noexcept {
   p = ns_page{};
-  write_ns_header(p.header, "");
+  write_timens_header(p.header, "");
   ns_params& c = p.copies[0];
   c.generation = 1;
   c.rate_before_q32 = rate_one_q32;

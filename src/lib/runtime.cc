@@ -76,7 +76,7 @@ trust_verdict verdict;  // written once, in the constructor
 page_source source = page_source::kernel;
 attach_result attach_outcome;
 char attached_path[256] = {};
-ns_join_result ns_outcome;
+timens_join_result timens_outcome;
 char ns_file[256] = {};
 
 // Static storage, never destroyed: the thread may still tick while the
@@ -229,21 +229,18 @@ void join_kernel_frame_namespace() noexcept {
 void join_namespace_from_environment() noexcept {
   const char* spec = secure_getenv(ns_env);
   if (spec == nullptr || spec[0] == '\0') return;
-  const char* runtime_dir = secure_getenv("XDG_RUNTIME_DIR");
   char user_directory[200];
-  const bool have_user = runtime_dir != nullptr && runtime_dir[0] == '/' &&
-                         std::snprintf(user_directory, sizeof(user_directory), "%s/vclock/ns",
-                                       runtime_dir) < static_cast<int>(sizeof(user_directory));
+  const bool have_user = user_timens_directory(user_directory, sizeof(user_directory));
   char system_directory[256];
-  if (!system_ns_directory(system_directory, sizeof(system_directory)) ||
-      !ns_path_of(spec, have_user ? user_directory : nullptr, system_directory, ns_file,
-                  sizeof(ns_file))) {
-    ns_outcome.refusal = ns_refusal::bad_name;
+  if (!system_timens_directory(system_directory, sizeof(system_directory)) ||
+      !timens_path_of(spec, have_user ? user_directory : nullptr, system_directory, ns_file,
+                      sizeof(ns_file))) {
+    timens_outcome.refusal = timens_refusal::bad_name;
     std::snprintf(ns_file, sizeof(ns_file), "%s", spec);
     return;
   }
-  ns_outcome = join_ns_page(ns_file, &the_ns_page);
-  if (ns_outcome.refusal != ns_refusal::none) return;
+  timens_outcome = join_timens_page(ns_file, &the_ns_page);
+  if (timens_outcome.refusal != timens_refusal::none) return;
   joined_namespace = &the_ns_page;
   host_page = &the_host_page;
 }
@@ -382,6 +379,6 @@ attach_result page_attach_outcome() noexcept { return attach_outcome; }
 
 const char* namespace_file() noexcept { return ns_file; }
 
-ns_join_result namespace_outcome() noexcept { return ns_outcome; }
+timens_join_result namespace_outcome() noexcept { return timens_outcome; }
 
 }  // namespace vclock::detail

@@ -57,7 +57,7 @@ attach_result page_attach_outcome() noexcept;
 // The namespace file that was tried ("" when VCLOCK_NS is unset) and why
 // it was refused (none when joined or never tried).
 const char* namespace_file() noexcept;
-ns_join_result namespace_outcome() noexcept;
+timens_join_result namespace_outcome() noexcept;
 
 }  // namespace vclock::detail
 

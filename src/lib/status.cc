@@ -84,10 +84,11 @@ status_snapshot read_status(int wait_ms) {
     s.page_refused = page_refusal_text(attach.refusal);
     if (attach.error != 0) s.page_refused += std::string(": ") + std::strerror(attach.error);
   }
-  const ns_join_result joined = detail::namespace_outcome();
+  const timens_join_result joined = detail::namespace_outcome();
   if (detail::joined_namespace != nullptr) s.ns = detail::namespace_file();
-  if (joined.refusal != ns_refusal::none) {
-    s.ns_refused = std::string(detail::namespace_file()) + ": " + ns_refusal_text(joined.refusal);
+  if (joined.refusal != timens_refusal::none) {
+    s.ns_refused =
+        std::string(detail::namespace_file()) + ": " + timens_refusal_text(joined.refusal);
     if (joined.error != 0) s.ns_refused += std::string(": ") + std::strerror(joined.error);
   }
   s.timens_monotonic_ns = detail::frame_offset_ns[static_cast<int>(ns_family::monotonic)];

@@ -23,41 +23,41 @@ bool stat_directory_of(const char* path, struct stat& out) noexcept {
 
 }  // namespace
 
-const char* ns_refusal_text(ns_refusal r) noexcept {
+const char* timens_refusal_text(timens_refusal r) noexcept {
   switch (r) {
-    case ns_refusal::none:
+    case timens_refusal::none:
       return "";
-    case ns_refusal::bad_name:
+    case timens_refusal::bad_name:
       return "namespace is neither a name nor an absolute path";
-    case ns_refusal::not_found:
+    case timens_refusal::not_found:
       return "no such namespace";
-    case ns_refusal::open_failed:
+    case timens_refusal::open_failed:
       return "namespace cannot be opened (permissions, or a symbolic link)";
-    case ns_refusal::not_regular:
+    case timens_refusal::not_regular:
       return "namespace is not a regular file";
-    case ns_refusal::loose_mode:
+    case timens_refusal::loose_mode:
       return "namespace is writable by group or others";
-    case ns_refusal::foreign_owner:
+    case timens_refusal::foreign_owner:
       return "namespace is owned by neither root, this user, nor its directory's owner";
-    case ns_refusal::loose_directory:
+    case timens_refusal::loose_directory:
       return "namespace's directory is writable by group or others";
-    case ns_refusal::wrong_size:
+    case timens_refusal::wrong_size:
       return "namespace file has the wrong size";
-    case ns_refusal::read_failed:
+    case timens_refusal::read_failed:
       return "namespace header cannot be read";
-    case ns_refusal::bad_magic:
+    case timens_refusal::bad_magic:
       return "not a vclock namespace (bad magic)";
-    case ns_refusal::other_abi:
+    case timens_refusal::other_abi:
       return "namespace has another ABI major version";
-    case ns_refusal::bad_header:
+    case timens_refusal::bad_header:
       return "namespace header is inconsistent";
-    case ns_refusal::map_failed:
+    case timens_refusal::map_failed:
       return "namespace cannot be mapped";
   }
   return "unknown";
 }
 
-bool valid_ns_name(const char* name) noexcept {
+bool valid_timens_name(const char* name) noexcept {
   const std::size_t n = std::strlen(name);
   if (n == 0 || n > 63 || name[0] == '.') return false;
   for (std::size_t i = 0; i < n; ++i) {
@@ -69,7 +69,14 @@ bool valid_ns_name(const char* name) noexcept {
   return true;
 }
 
-bool system_ns_directory(char* out, std::size_t size) noexcept {
+bool user_timens_directory(char* out, std::size_t size) noexcept {
+  const char* runtime = secure_getenv("XDG_RUNTIME_DIR");
+  if (runtime == nullptr || runtime[0] != '/') return false;
+  const int n = std::snprintf(out, size, "%s/vclock/ns", runtime);
+  return n >= 0 && static_cast<std::size_t>(n) < size;
+}
+
+bool system_timens_directory(char* out, std::size_t size) noexcept {
   const auto fits = [size](int n) { return n > 0 && static_cast<std::size_t>(n) < size; };
   const char* page = secure_getenv(page_env);
   const char* slash = page != nullptr && page[0] == '/' ? std::strrchr(page, '/') : nullptr;
@@ -78,11 +85,11 @@ bool system_ns_directory(char* out, std::size_t size) noexcept {
   return fits(std::snprintf(out, size, "%.*s/ns", static_cast<int>(slash - page), page));
 }
 
-bool ns_path_of(const char* spec, const char* user_directory, const char* system_directory,
-                char* out, std::size_t size) noexcept {
+bool timens_path_of(const char* spec, const char* user_directory, const char* system_directory,
+                    char* out, std::size_t size) noexcept {
   const auto fits = [size](int n) { return n > 0 && static_cast<std::size_t>(n) < size; };
   if (spec[0] == '/') return fits(std::snprintf(out, size, "%s", spec));
-  if (!valid_ns_name(spec)) return false;
+  if (!valid_timens_name(spec)) return false;
   if (user_directory != nullptr && user_directory[0] == '/' &&
       fits(std::snprintf(out, size, "%s/%s", user_directory, spec))) {
     struct stat st {};
@@ -91,33 +98,33 @@ bool ns_path_of(const char* spec, const char* user_directory, const char* system
   return fits(std::snprintf(out, size, "%s/%s", system_directory, spec));
 }
 
-ns_refusal check_ns_file(const struct stat& file, const struct stat& directory,
-                         uid_t euid) noexcept {
-  if (!S_ISREG(file.st_mode)) return ns_refusal::not_regular;
-  if ((file.st_mode & (S_IWGRP | S_IWOTH)) != 0) return ns_refusal::loose_mode;
+timens_refusal check_timens_file(const struct stat& file, const struct stat& directory,
+                                 uid_t euid) noexcept {
+  if (!S_ISREG(file.st_mode)) return timens_refusal::not_regular;
+  if ((file.st_mode & (S_IWGRP | S_IWOTH)) != 0) return timens_refusal::loose_mode;
   if (file.st_uid != 0 && file.st_uid != euid) {
     // The host page's rule: its directory's owner publishes it (vclockd's
     // user), if nobody else could have put it there.
-    if (file.st_uid != directory.st_uid) return ns_refusal::foreign_owner;
-    if ((directory.st_mode & (S_IWGRP | S_IWOTH)) != 0) return ns_refusal::loose_directory;
+    if (file.st_uid != directory.st_uid) return timens_refusal::foreign_owner;
+    if ((directory.st_mode & (S_IWGRP | S_IWOTH)) != 0) return timens_refusal::loose_directory;
   }
-  if (file.st_size != static_cast<off_t>(ns_page_bytes)) return ns_refusal::wrong_size;
-  return ns_refusal::none;
+  if (file.st_size != static_cast<off_t>(ns_page_bytes)) return timens_refusal::wrong_size;
+  return timens_refusal::none;
 }
 
-ns_refusal check_ns_header(const void* bytes, std::size_t size) noexcept {
-  if (size < sizeof(ns_header)) return ns_refusal::read_failed;
+timens_refusal check_timens_header(const void* bytes, std::size_t size) noexcept {
+  if (size < sizeof(ns_header)) return timens_refusal::read_failed;
   ns_header h;
   std::memcpy(&h, bytes, sizeof(h));
-  if (h.magic != ns_page_magic) return ns_refusal::bad_magic;
-  if (h.abi_major != ns_abi_major) return ns_refusal::other_abi;
+  if (h.magic != ns_page_magic) return timens_refusal::bad_magic;
+  if (h.abi_major != ns_abi_major) return timens_refusal::other_abi;
   if (h.header_size != sizeof(ns_header) || h.page_size != ns_page_bytes) {
-    return ns_refusal::bad_header;
+    return timens_refusal::bad_header;
   }
-  return ns_refusal::none;
+  return timens_refusal::none;
 }
 
-void write_ns_header(ns_header& h, const char* name) noexcept {
+void write_timens_header(ns_header& h, const char* name) noexcept {
   h = ns_header{};
   h.magic = ns_page_magic;
   h.abi_major = ns_abi_major;
@@ -129,29 +136,29 @@ void write_ns_header(ns_header& h, const char* name) noexcept {
   for (std::size_t i = 0; i + 1 < sizeof(h.name) && name[i] != '\0'; ++i) h.name[i] = name[i];
 }
 
-ns_join_result join_ns_page(const char* path, ns_page* where) noexcept {
-  ns_join_result result;
+timens_join_result join_timens_page(const char* path, ns_page* where) noexcept {
+  timens_join_result result;
   const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    result.refusal = errno == ENOENT ? ns_refusal::not_found : ns_refusal::open_failed;
+    result.refusal = errno == ENOENT ? timens_refusal::not_found : timens_refusal::open_failed;
     result.error = errno;
     return result;
   }
   struct stat file {};
   struct stat directory {};
-  ns_refusal r = fstat(fd, &file) == 0 && stat_directory_of(path, directory)
-                     ? check_ns_file(file, directory, geteuid())
-                     : ns_refusal::open_failed;
-  if (r == ns_refusal::none) {
+  timens_refusal r = fstat(fd, &file) == 0 && stat_directory_of(path, directory)
+                         ? check_timens_file(file, directory, geteuid())
+                         : timens_refusal::open_failed;
+  if (r == timens_refusal::none) {
     alignas(ns_header) unsigned char header[sizeof(ns_header)];
     const ssize_t n = pread(fd, header, sizeof(header), 0);
-    r = n == static_cast<ssize_t>(sizeof(header)) ? check_ns_header(header, sizeof(header))
-                                                  : ns_refusal::read_failed;
+    r = n == static_cast<ssize_t>(sizeof(header)) ? check_timens_header(header, sizeof(header))
+                                                  : timens_refusal::read_failed;
   }
-  if (r == ns_refusal::none) {
+  if (r == timens_refusal::none) {
     void* mapped = mmap(where, ns_page_bytes, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
     if (mapped == MAP_FAILED) {
-      r = ns_refusal::map_failed;
+      r = timens_refusal::map_failed;
       result.error = errno;
     }
   }

@@ -31,7 +31,7 @@ namespace vclock {
 inline constexpr const char* ns_env = "VCLOCK_NS";
 inline constexpr const char* default_system_ns_directory = "/run/vclock/ns";
 
-enum class ns_refusal : std::uint32_t {
+enum class timens_refusal : std::uint32_t {
   none = 0,
   bad_name,         // neither a valid name nor an absolute path
   not_found,        // no such namespace
@@ -48,42 +48,47 @@ enum class ns_refusal : std::uint32_t {
   map_failed,       // mmap(2) failed
 };
 
-const char* ns_refusal_text(ns_refusal r) noexcept;
+const char* timens_refusal_text(timens_refusal r) noexcept;
 
 // True for a namespace name (not a path).
-bool valid_ns_name(const char* name) noexcept;
+bool valid_timens_name(const char* name) noexcept;
 
 // The system's namespace directory into `out`: `ns` in the directory of
 // the host page VCLOCK_PAGE names (secure_getenv; an absolute path), else
 // /run/vclock/ns. False if it does not fit.
-bool system_ns_directory(char* out, std::size_t size) noexcept;
+bool system_timens_directory(char* out, std::size_t size) noexcept;
+// This user's namespace directory into `out`: $XDG_RUNTIME_DIR/vclock/ns
+// (secure_getenv: a setuid program has none). False when the variable is
+// unset or relative, or the path does not fit. The one rule the CLI, vclockd
+// and the reader share.
+bool user_timens_directory(char* out, std::size_t size) noexcept;
 
 // The file of namespace `spec` (a name or an absolute path) into `out`:
 // false (bad_name) if it is neither, or does not fit. A name resolves to
 // the user's directory when `user_directory` (XDG_RUNTIME_DIR/vclock/ns,
 // may be null) holds it, else to `system_directory`.
-bool ns_path_of(const char* spec, const char* user_directory, const char* system_directory,
-                char* out, std::size_t size) noexcept;
+bool timens_path_of(const char* spec, const char* user_directory, const char* system_directory,
+                    char* out, std::size_t size) noexcept;
 
 // The file checks (fstat of the open file, stat of its directory), for a
 // process of effective uid `euid`.
-ns_refusal check_ns_file(const struct stat& file, const struct stat& directory,
-                         uid_t euid) noexcept;
+timens_refusal check_timens_file(const struct stat& file, const struct stat& directory,
+                                 uid_t euid) noexcept;
 // The header checks on the first `size` bytes of the file.
-ns_refusal check_ns_header(const void* bytes, std::size_t size) noexcept;
+timens_refusal check_timens_header(const void* bytes, std::size_t size) noexcept;
 
-// A header that check_ns_header() accepts: this ABI, created by this
+// A header that check_timens_header() accepts: this ABI, created by this
 // process's effective uid, named `name` ("" for an anonymous namespace).
-void write_ns_header(ns_header& h, const char* name) noexcept;
+void write_timens_header(ns_header& h, const char* name) noexcept;
 
-struct ns_join_result {
-  ns_refusal refusal = ns_refusal::none;
+struct timens_join_result {
+  timens_refusal refusal = timens_refusal::none;
   int error = 0;
 };
 
 // Checks the namespace file at `path` and maps it read-only, MAP_FIXED,
 // over `where` (page-aligned, one page). On refusal `where` is untouched.
-ns_join_result join_ns_page(const char* path, ns_page* where) noexcept;
+timens_join_result join_timens_page(const char* path, ns_page* where) noexcept;
 
 }  // namespace vclock
 

@@ -11,11 +11,12 @@
 
 #include "lib/runtime.h"
 #include "vclock/detail/ns_reader.h"
+#include "vclock/detail/reader.h"
 #include "vclock/ns_page.h"
 
 namespace vclock::shim {
 
-inline constexpr std::int64_t ns_per_s = 1'000'000'000;
+using detail::ns_per_s;
 
 // The definition of `name` after the shim's (libc's own), of `version`
 // when one is given; nullptr when there is none.

@@ -16,7 +16,7 @@
 #include "timens/time_options.h"
 #include "tool/args.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 constexpr std::string_view request_tag = "vclock-ns/1";
@@ -32,24 +32,24 @@ bool split_fields(std::string_view bytes, std::vector<std::string_view>& fields)
   return true;
 }
 
-ns_outcome usage_outcome(const std::string& command, const std::string& message) {
-  return {exit_usage, "vclock: " + command + ": " + message};
+timens_outcome usage_outcome(const std::string& command, const std::string& message) {
+  return {tool::exit_usage, "vclock: " + command + ": " + message};
 }
 
-ns_outcome failed_outcome(const std::string& command, const std::string& message) {
-  return {exit_check_failed, "vclock " + command + ": " + message};
+timens_outcome failed_outcome(const std::string& command, const std::string& message) {
+  return {tool::exit_check_failed, "vclock " + command + ": " + message};
 }
 
 }  // namespace
 
-std::string ns_control_socket() {
-  const std::string directory = system_ns_directory();  // ".../ns" beside the page
+std::string timens_control_socket() {
+  const std::string directory = system_timens_directory();  // ".../ns" beside the page
   const std::size_t slash = directory.rfind('/');
   if (directory.empty() || slash == std::string::npos) return "";
   return directory.substr(0, slash) + "/ns.sock";
 }
 
-bool ns_socket_address(const std::string& path, sockaddr_un& out) {
+bool timens_socket_address(const std::string& path, sockaddr_un& out) {
   out = sockaddr_un{};
   out.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(out.sun_path)) return false;
@@ -57,7 +57,7 @@ bool ns_socket_address(const std::string& path, sockaddr_un& out) {
   return true;
 }
 
-std::string encode_ns_request(const ns_request& r, std::string& error) {
+std::string encode_timens_request(const timens_request& r, std::string& error) {
   std::string bytes;
   const auto add = [&bytes](std::string_view field) { bytes.append(field).push_back('\0'); };
   add(request_tag);
@@ -70,18 +70,18 @@ std::string encode_ns_request(const ns_request& r, std::string& error) {
       return "";
     }
   }
-  if (bytes.size() > ns_message_max) {
-    error = "the request is longer than " + std::to_string(ns_message_max) + " bytes";
+  if (bytes.size() > timens_message_max) {
+    error = "the request is longer than " + std::to_string(timens_message_max) + " bytes";
     return "";
   }
   return bytes;
 }
 
-bool decode_ns_request(std::string_view bytes, ns_request& out, std::string& error) {
+bool decode_timens_request(std::string_view bytes, timens_request& out, std::string& error) {
   std::vector<std::string_view> fields;
-  if (bytes.size() > ns_message_max || !split_fields(bytes, fields)) {
-    error = "malformed request (not NUL-ended fields of at most " + std::to_string(ns_message_max) +
-            " bytes)";
+  if (bytes.size() > timens_message_max || !split_fields(bytes, fields)) {
+    error = "malformed request (not NUL-ended fields of at most " +
+            std::to_string(timens_message_max) + " bytes)";
     return false;
   }
   if (fields.size() < 3 || fields[0] != request_tag) {
@@ -98,15 +98,15 @@ bool decode_ns_request(std::string_view bytes, ns_request& out, std::string& err
   return true;
 }
 
-std::string encode_ns_outcome(const ns_outcome& o) {
+std::string encode_timens_outcome(const timens_outcome& o) {
   // One message: a longer line is cut (it is an error text), a NUL in it
   // (a file name's?) shown as a blank.
-  std::string message = o.message.substr(0, ns_message_max - 16);
+  std::string message = o.message.substr(0, timens_message_max - 16);
   std::replace(message.begin(), message.end(), '\0', ' ');
   return std::to_string(o.status) + '\0' + message;
 }
 
-bool decode_ns_outcome(std::string_view bytes, ns_outcome& out) {
+bool decode_timens_outcome(std::string_view bytes, timens_outcome& out) {
   const std::size_t nul = bytes.find('\0');
   if (nul == std::string_view::npos || nul == 0 || nul > 3) return false;
   int status = 0;
@@ -120,7 +120,7 @@ bool decode_ns_outcome(std::string_view bytes, ns_outcome& out) {
   return out.message.find('\0') == std::string::npos;
 }
 
-ns_outcome apply_ns_request(const ns_request& r, const std::string& path) {
+timens_outcome apply_timens_request(const timens_request& r, const std::string& path) {
   const std::string command = "ns " + r.verb;
   if (r.verb != "create" && r.verb != "set" && r.verb != "rm") {
     return usage_outcome("ns", "unknown subcommand '" + r.verb + "'");
@@ -139,7 +139,7 @@ ns_outcome apply_ns_request(const ns_request& r, const std::string& path) {
   }
   std::string error;
   if (r.verb == "create") {
-    if (!create_ns_file(path, r.name, options, error)) return failed_outcome(command, error);
+    if (!create_timens_file(path, r.name, options, error)) return failed_outcome(command, error);
     return {};
   }
   if (r.verb == "rm") {
@@ -153,22 +153,22 @@ ns_outcome apply_ns_request(const ns_request& r, const std::string& path) {
     return usage_outcome(command, "nothing to change (see vclock ns --help)");
   }
   std::int64_t late_ns = 0;
-  if (!change_ns_file(path, options, late_ns, error)) return failed_outcome(command, error);
+  if (!change_timens_file(path, options, late_ns, error)) return failed_outcome(command, error);
   if (late_ns > 0) {
     char line[200];
     std::snprintf(line, sizeof(line),
                   "vclock ns set: published %.3f ms after its switch point (the writer was "
                   "preempted): readers may have seen a step that long",
                   static_cast<double>(late_ns) / 1e6);
-    return {exit_ok, line};
+    return {tool::exit_ok, line};
   }
   return {};
 }
 
-bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome& out,
+bool ask_vclockd(const std::string& socket_path, const timens_request& r, timens_outcome& out,
                  int timeout_ms) {
   sockaddr_un address{};
-  if (!ns_socket_address(socket_path, address)) return false;
+  if (!timens_socket_address(socket_path, address)) return false;
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
@@ -177,7 +177,7 @@ bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome
   }
   const std::string command = "ns " + r.verb;
   std::string error;
-  const std::string bytes = encode_ns_request(r, error);
+  const std::string bytes = encode_timens_request(r, error);
   if (bytes.empty()) {
     close(fd);
     out = usage_outcome(command, error);
@@ -186,7 +186,7 @@ bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome
   const timeval timeout{timeout_ms / 1000, static_cast<suseconds_t>(timeout_ms % 1000) * 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-  char answer[ns_message_max + 1];
+  char answer[timens_message_max + 1];
   if (n == static_cast<ssize_t>(bytes.size())) {
     do {
       n = recv(fd, answer, sizeof(answer), 0);
@@ -208,11 +208,11 @@ bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome
                                       r.name + "' tells");
   } else if (n < 0) {
     out = failed_outcome(command, daemon + " did not answer: " + std::strerror(exchange_error));
-  } else if (n == 0 || static_cast<std::size_t>(n) > ns_message_max ||
-             !decode_ns_outcome(std::string_view(answer, static_cast<std::size_t>(n)), out)) {
+  } else if (n == 0 || static_cast<std::size_t>(n) > timens_message_max ||
+             !decode_timens_outcome(std::string_view(answer, static_cast<std::size_t>(n)), out)) {
     out = failed_outcome(command, daemon + " gave no well-formed answer");
   }
   return true;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens

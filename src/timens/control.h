@@ -25,39 +25,39 @@
 #include <string_view>
 #include <vector>
 
-namespace vclock::cli {
+namespace vclock::timens {
 
-inline constexpr std::size_t ns_message_max = 4096;
+inline constexpr std::size_t timens_message_max = 4096;
 
-struct ns_request {
+struct timens_request {
   std::string verb;  // "create", "set" or "rm"
   std::string name;
   std::vector<std::string> options;  // the time options' arguments, as given
 };
 
-struct ns_outcome {
+struct timens_outcome {
   int status = 0;       // what `vclock ns` exits with
   std::string message;  // its stderr line, without the newline; "" if none
 };
 
 // The daemon's socket: `ns.sock` beside the host page (VCLOCK_PAGE's file,
 // else /run/vclock/page); "" if the path does not fit.
-std::string ns_control_socket();
+std::string timens_control_socket();
 // The address of the socket at `path`, for connect(2) and bind(2); false
 // if the path is empty or too long for one.
-bool ns_socket_address(const std::string& path, sockaddr_un& out);
+bool timens_socket_address(const std::string& path, sockaddr_un& out);
 
 // Empty (with `error`) when the request does not fit in one message.
-std::string encode_ns_request(const ns_request& r, std::string& error);
+std::string encode_timens_request(const timens_request& r, std::string& error);
 // False with `error` (one phrase) for anything but a well-formed request.
-bool decode_ns_request(std::string_view bytes, ns_request& out, std::string& error);
-std::string encode_ns_outcome(const ns_outcome& o);
-bool decode_ns_outcome(std::string_view bytes, ns_outcome& out);
+bool decode_timens_request(std::string_view bytes, timens_request& out, std::string& error);
+std::string encode_timens_outcome(const timens_outcome& o);
+bool decode_timens_outcome(std::string_view bytes, timens_outcome& out);
 
 // Carries out `r` on the namespace file `path`: what the CLI does itself,
 // and what vclockd does for root. The options are parsed here (a bad one is
 // a usage error, status 2); the name is not checked here.
-ns_outcome apply_ns_request(const ns_request& r, const std::string& path);
+timens_outcome apply_timens_request(const timens_request& r, const std::string& path);
 
 // A change waits for the previous one's switch point and then its own
 // (about 10 ms each); vclockd serves one request at a time.
@@ -69,9 +69,9 @@ inline constexpr int answer_timeout_ms = 10'000;
 // itself. True with `out` set otherwise; an exchange that fails midway is
 // an outcome too (status 1), and a daemon that does not answer in time is
 // not stood in for: it may still carry the request out.
-bool ask_vclockd(const std::string& socket_path, const ns_request& r, ns_outcome& out,
+bool ask_vclockd(const std::string& socket_path, const timens_request& r, timens_outcome& out,
                  int timeout_ms = answer_timeout_ms);
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens
 
 #endif  // VCLOCK_SRC_TIMENS_CONTROL_H_

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 bool write_file(const char* path, const std::string& text, std::string& error) {
@@ -80,4 +80,4 @@ bool enter_kernel_time_namespace(std::int64_t monotonic_ns, std::int64_t boottim
   return true;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens

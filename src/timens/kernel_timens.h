@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace vclock::cli {
+namespace vclock::timens {
 
 // Makes the next exec enter a new kernel time namespace whose MONOTONIC
 // (with MONOTONIC_RAW and _COARSE) and BOOTTIME run `monotonic_ns` and
@@ -18,6 +18,6 @@ namespace vclock::cli {
 bool enter_kernel_time_namespace(std::int64_t monotonic_ns, std::int64_t boottime_ns,
                                  std::string& error);
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens
 
 #endif  // VCLOCK_SRC_TIMENS_KERNEL_TIMENS_H_

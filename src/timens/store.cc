@@ -21,7 +21,7 @@
 #include "lib/timens_join.h"
 #include "vclock/detail/seqlock.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 namespace {
 
 constexpr clockid_t family_clock[ns_family_count] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW,
@@ -175,34 +175,34 @@ host_times kernel_host_times() {
   return t;
 }
 
-std::string system_ns_directory() {
+std::string system_timens_directory() {
   char directory[512];
-  return vclock::system_ns_directory(directory, sizeof(directory)) ? directory : "";
+  return vclock::system_timens_directory(directory, sizeof(directory)) ? directory : "";
 }
 
 namespace {
 
-// $XDG_RUNTIME_DIR/vclock/ns; "" when the variable is unset or relative.
-std::string user_ns_directory() {
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  return runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/vclock/ns" : "";
+// This user's directory (lib's rule); "" when there is none.
+std::string user_timens_directory() {
+  char directory[512];
+  return vclock::user_timens_directory(directory, sizeof(directory)) ? directory : "";
 }
 
 }  // namespace
 
-std::string ns_file_of(const std::string& spec) {
+std::string timens_file_of(const std::string& spec) {
   char path[1024];
-  const std::string user = user_ns_directory();
-  const std::string system = system_ns_directory();
-  if (system.empty() || !ns_path_of(spec.c_str(), user.empty() ? nullptr : user.c_str(),
-                                    system.c_str(), path, sizeof(path))) {
+  const std::string user = user_timens_directory();
+  const std::string system = system_timens_directory();
+  if (system.empty() || !timens_path_of(spec.c_str(), user.empty() ? nullptr : user.c_str(),
+                                        system.c_str(), path, sizeof(path))) {
     return "";
   }
   return path;
 }
 
-std::string own_ns_directory(std::string& error) {
-  std::string dir = geteuid() == 0 ? system_ns_directory() : user_ns_directory();
+std::string own_timens_directory(std::string& error) {
+  std::string dir = geteuid() == 0 ? system_timens_directory() : user_timens_directory();
   if (dir.empty()) {
     error = geteuid() == 0 ? "VCLOCK_PAGE is too long"
                            : "XDG_RUNTIME_DIR is not set: nowhere to keep this user's namespaces";
@@ -210,22 +210,22 @@ std::string own_ns_directory(std::string& error) {
   return dir;
 }
 
-std::vector<std::string> ns_directories() {
+std::vector<std::string> timens_directories() {
   std::vector<std::string> dirs;
-  std::string user = user_ns_directory();
+  std::string user = user_timens_directory();
   if (!user.empty() && geteuid() != 0) dirs.push_back(std::move(user));
-  std::string system = system_ns_directory();
+  std::string system = system_timens_directory();
   if (!system.empty()) dirs.push_back(std::move(system));
   return dirs;
 }
 
-bool create_ns_file(const std::string& path, const std::string& name, const time_options& options,
-                    std::string& error, const host_times& frame) {
+bool create_timens_file(const std::string& path, const std::string& name,
+                        const time_options& options, std::string& error, const host_times& frame) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = path.substr(0, slash);
   if (!make_directories(dir, error)) return false;
   ns_page page{};
-  write_ns_header(page.header, name.c_str());
+  write_timens_header(page.header, name.c_str());
   host_times now = kernel_host_times();
   for (int i = 0; i < ns_family_count; ++i) now.ns[i] += frame.ns[i];
   if (!next_params(nullptr, options, now, page.copies[0], error)) return false;
@@ -254,8 +254,8 @@ bool create_ns_file(const std::string& path, const std::string& name, const time
   return true;
 }
 
-bool change_ns_file(const std::string& path, const time_options& options, std::int64_t& late_ns,
-                    std::string& error) {
+bool change_timens_file(const std::string& path, const time_options& options, std::int64_t& late_ns,
+                        std::string& error) {
   late_ns = 0;
   const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
@@ -276,7 +276,7 @@ bool change_ns_file(const std::string& path, const time_options& options, std::i
     return false;
   }
   auto* page = static_cast<ns_page*>(mapped);
-  bool ok = check_ns_header(page, sizeof(ns_header)) == ns_refusal::none;
+  bool ok = check_timens_header(page, sizeof(ns_header)) == timens_refusal::none;
   if (!ok) error = path + ": not a namespace file";
   if (ok) {
     const std::uint32_t current = detail::load(page->header.current);
@@ -322,8 +322,8 @@ bool change_ns_file(const std::string& path, const time_options& options, std::i
   return ok;
 }
 
-bool read_ns_file(const std::string& path, ns_header& header, ns_params& params,
-                  std::string& error) {
+bool read_timens_file(const std::string& path, ns_header& header, ns_params& params,
+                      std::string& error) {
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     error = path + ": " + (errno == ENOENT ? "no such namespace" : std::strerror(errno));
@@ -334,7 +334,7 @@ bool read_ns_file(const std::string& path, ns_header& header, ns_params& params,
   const ssize_t n = pread(fd, &page, sizeof(page), 0);
   close(fd);
   if (n != static_cast<ssize_t>(sizeof(page)) ||
-      check_ns_header(&page, sizeof(ns_header)) != ns_refusal::none) {
+      check_timens_header(&page, sizeof(ns_header)) != timens_refusal::none) {
     error = path + ": not a namespace file";
     return false;
   }
@@ -343,4 +343,4 @@ bool read_ns_file(const std::string& path, ns_header& header, ns_params& params,
   return true;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens

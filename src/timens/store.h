@@ -18,7 +18,7 @@
 #include "timens/time_options.h"
 #include "vclock/ns_page.h"
 
-namespace vclock::cli {
+namespace vclock::timens {
 
 // Host time of each family (ns_family order) at a switch point.
 struct host_times {
@@ -46,16 +46,16 @@ host_times kernel_host_times();
 
 // The system's namespace directory: `ns` beside the host page
 // (/run/vclock/ns, or next to VCLOCK_PAGE's file); "" if too long.
-std::string system_ns_directory();
+std::string system_timens_directory();
 // The file of namespace `spec` (a name or an absolute path): the user's
 // directory if it holds the name, else the system's; "" if `spec` is
 // neither a name nor an absolute path.
-std::string ns_file_of(const std::string& spec);
+std::string timens_file_of(const std::string& spec);
 // Where this user's namespaces live: the system's directory for root,
 // $XDG_RUNTIME_DIR/vclock/ns otherwise ("" with `error` if unset).
-std::string own_ns_directory(std::string& error);
+std::string own_timens_directory(std::string& error);
 // The directories `vclock ns list` and name lookups search, in order.
-std::vector<std::string> ns_directories();
+std::vector<std::string> timens_directories();
 
 // Creates the namespace file `path` (its directory is created 0755 if
 // missing), mode 0644, written whole before it appears (link(2) of a
@@ -63,17 +63,18 @@ std::vector<std::string> ns_directories();
 // `frame`: what the kernel time namespace of the processes that will read
 // it adds to MONOTONIC (and RAW) and BOOTTIME (vclock run --kernel-timens):
 // the lines are then written in their clocks' terms, not this process's.
-bool create_ns_file(const std::string& path, const std::string& name, const time_options& options,
-                    std::string& error, const host_times& frame = {});
+bool create_timens_file(const std::string& path, const std::string& name,
+                        const time_options& options, std::string& error,
+                        const host_times& frame = {});
 // Applies a change to the namespace file `path`; returns when it is in
 // force. `late_ns` > 0 when the writer published after its switch point
 // (it was preempted that long: readers may have seen a step that small).
-bool change_ns_file(const std::string& path, const time_options& options, std::int64_t& late_ns,
-                    std::string& error);
+bool change_timens_file(const std::string& path, const time_options& options, std::int64_t& late_ns,
+                        std::string& error);
 // The header and the copy in force.
-bool read_ns_file(const std::string& path, ns_header& header, ns_params& params,
-                  std::string& error);
+bool read_timens_file(const std::string& path, ns_header& header, ns_params& params,
+                      std::string& error);
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens
 
 #endif  // VCLOCK_SRC_TIMENS_STORE_H_

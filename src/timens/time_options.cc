@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <string>
 
-namespace vclock::cli {
+#include "vclock/detail/reader.h"
+
+namespace vclock::timens {
 namespace {
 
 __extension__ typedef unsigned __int128 u128;
 
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using detail::ns_per_s;
 
 // A decimal number "[+-]DIGITS[.DIGITS]" at the start of `text`: its digits
 // as an integer `mantissa` and the count of fraction digits `scale`
@@ -325,4 +327,4 @@ std::string time_options_help(std::string_view command) {
   return h;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens

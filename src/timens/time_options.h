@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-namespace vclock::cli {
+namespace vclock::timens {
 
 // Each returns false with `error` set (one phrase, no prefix) on bad input:
 // a malformed text, a value out of int64 ns, a rate out of range.
@@ -61,6 +61,6 @@ int take_time_option(std::string_view command, std::span<char* const> args, std:
 // The usage lines of the options `command` takes, for --help.
 std::string time_options_help(std::string_view command);
 
-}  // namespace vclock::cli
+}  // namespace vclock::timens
 
 #endif  // VCLOCK_SRC_TIMENS_TIME_OPTIONS_H_

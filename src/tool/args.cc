@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <utility>
 
-namespace vclock::cli {
+namespace vclock::tool {
 
 int usage_error(std::string_view command, std::string_view message) {
   std::string line = "vclock: ";
@@ -285,4 +285,4 @@ std::string text_table::str() const {
   return out;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::tool

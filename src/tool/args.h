@@ -12,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-namespace vclock::cli {
+namespace vclock::tool {
 
 // Exit statuses of every subcommand (API.md, "Command line").
 inline constexpr int exit_ok = 0;
@@ -104,6 +104,6 @@ class text_table {
   std::vector<std::vector<cell>> rows_;
 };
 
-}  // namespace vclock::cli
+}  // namespace vclock::tool
 
 #endif  // VCLOCK_SRC_TOOL_ARGS_H_

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cmath>
 
-namespace vclock::cli {
+namespace vclock::tool {
 
 void append_json_string(std::string& out, std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
@@ -148,4 +148,4 @@ json_writer& json_writer::unsigned_value(std::uint64_t v) {
   return *this;
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::tool

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vclock::cli {
+namespace vclock::tool {
 
 // Integers other than bool, which is written as true/false.
 template <class T>
@@ -67,6 +67,6 @@ class json_writer {
 // Appends `text` to `out` as a quoted JSON string.
 void append_json_string(std::string& out, std::string_view text);
 
-}  // namespace vclock::cli
+}  // namespace vclock::tool
 
 #endif  // VCLOCK_SRC_TOOL_JSON_H_

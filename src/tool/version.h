@@ -14,13 +14,13 @@
 #  error "VCLOCK_VERSION: the executable's target must define it (CMakeLists.txt)"
 #endif
 
-namespace vclock::cli {
+namespace vclock::tool {
 
 inline std::string version_line(std::string_view program) {
   return std::string(program) + " " + VCLOCK_VERSION + " (page ABI " +
          std::to_string(page_abi_major) + "." + std::to_string(page_abi_minor) + ")\n";
 }
 
-}  // namespace vclock::cli
+}  // namespace vclock::tool
 
 #endif  // VCLOCK_SRC_TOOL_VERSION_H_

@@ -39,12 +39,13 @@
 
 #include "lib/time_sources.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/reader.h"
 
 namespace vclock::sim {
 
 inline constexpr std::int64_t ns_per_us = 1'000;
 inline constexpr std::int64_t ns_per_ms = 1'000'000;
-inline constexpr std::int64_t ns_per_s = 1'000'000'000;
+using detail::ns_per_s;
 inline constexpr std::int64_t ns_per_min = 60 * ns_per_s;
 inline constexpr std::int64_t ns_per_h = 3600 * ns_per_s;
 inline constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();

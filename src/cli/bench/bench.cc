@@ -233,7 +233,7 @@ std::vector<thread_row> measure_threads(const std::vector<hot_row>& hot, int max
   return rows;
 }
 
-int print_help(const option_parser& parser) {
+int print_help(const tool::option_parser& parser) {
   std::printf(
       "usage: vclock bench [--quick] [--json] [--cold] [--threads N]\n"
       "       vclock bench --gettime-perf [--quick] [--json]\n\n"
@@ -252,7 +252,7 @@ int print_help(const option_parser& parser) {
       "_ns forms; best of 10 rounds of 0.3 s, about 45 s (--quick: 3 of 0.1 s, 5 s).\n\n%s",
       full_plan.trials, full_plan.trial_ms, quick_plan.trials, quick_plan.trial_ms,
       parser.options_help().c_str());
-  return exit_ok;
+  return tool::exit_ok;
 }
 
 }  // namespace
@@ -262,7 +262,7 @@ int run_bench(std::span<char* const> args) {
     return run_shim_stats_helper(args);
   }
   bench_options o;
-  option_parser parser("bench");
+  tool::option_parser parser("bench");
   parser.add_flag("--quick", &o.quick, "fewer, shorter trials: under 15 s in all");
   parser.add_flag("--json", &o.json, "print one JSON document instead of tables");
   parser.add_flag("--cold", &o.cold_every_clock,
@@ -272,14 +272,14 @@ int run_bench(std::span<char* const> args) {
   parser.add_int("--threads", "N", 1, 1024, &o.threads,
                  "measure 1..N threads at once (default: every usable CPU)");
   if (!parser.parse(args)) {
-    return usage_error("bench", parser.error());
+    return tool::usage_error("bench", parser.error());
   }
   if (parser.help_requested()) {
     return print_help(parser);
   }
   if (o.gettime_perf) {
     if (o.cold_every_clock || o.threads != 0) {
-      return usage_error("bench", "--cold and --threads do not apply to --gettime-perf");
+      return tool::usage_error("bench", "--cold and --threads do not apply to --gettime-perf");
     }
     return run_gettime_perf(o.quick, o.json);
   }
@@ -300,7 +300,7 @@ int run_bench(std::span<char* const> args) {
                                         : std::max<int>(1, static_cast<int>(r.m.cpus.size()));
   r.threads = measure_threads(r.hot, max_threads, r.plan, r.m.cpus);
   print_results(r);
-  return exit_ok;
+  return tool::exit_ok;
 }
 
 }  // namespace vclock::cli

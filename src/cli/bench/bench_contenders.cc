@@ -197,14 +197,14 @@ bool load_shim(const std::string& path, loaded_shim& out) {
 
 // Loads a copy of `shim` joined to a new namespace with `options`; the
 // files are removed at once (the mappings keep them).
-bool load_shim_in_namespace(const std::string& shim, const time_options& options,
+bool load_shim_in_namespace(const std::string& shim, const timens::time_options& options,
                             loaded_shim& out) {
   std::string dir = "/tmp/vclock-bench-ns.XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) return false;
   const std::string ns = dir + "/ns";
   const std::string copy = dir + "/libvclock_preload_ns.so";
   std::string error;
-  bool ok = create_ns_file(ns, "", options, error);
+  bool ok = timens::create_timens_file(ns, "", options, error);
   if (ok) {
     std::ifstream in(shim, std::ios::binary);
     std::ofstream to(copy, std::ios::binary);
@@ -491,11 +491,11 @@ void prepare_contenders() {
   }
   if (vclock_shim.gettime != nullptr) {
     shim_stats_helper = start_shim_stats_helper(shim);
-    time_options offsets;
+    timens::time_options offsets;
     offsets.realtime_offset_ns = std::int64_t{86400} * 1'000'000'000;
     offsets.monotonic_offset_ns = std::int64_t{3600} * 1'000'000'000;
     load_shim_in_namespace(shim, offsets, ns_offsets_shim);
-    time_options rate;
+    timens::time_options rate;
     rate.rate_q32 = std::uint64_t{2} << 32;
     load_shim_in_namespace(shim, rate, ns_rate_shim);
   }

@@ -32,7 +32,7 @@ class flush_set {
     }
     std::sort(lines_.begin(), lines_.end());
     lines_.erase(std::unique(lines_.begin(), lines_.end()), lines_.end());
-    parts_.push_back(strformat("%s (%zu B)", what.c_str(), bytes));
+    parts_.push_back(tool::strformat("%s (%zu B)", what.c_str(), bytes));
   }
 
   // CLFLUSH evicts the line from every cache level of every CPU; MFENCE

@@ -38,10 +38,10 @@ double one_thread_ns(const std::vector<thread_row>& rows, const contender* who) 
 }
 
 std::string fixed(double v, int decimals) {
-  return std::isfinite(v) ? strformat("%.*f", decimals, v) : "-";
+  return std::isfinite(v) ? tool::strformat("%.*f", decimals, v) : "-";
 }
 
-std::string ratio_text(double v) { return std::isfinite(v) ? strformat("%.2fx", v) : "-"; }
+std::string ratio_text(double v) { return std::isfinite(v) ? tool::strformat("%.2fx", v) : "-"; }
 
 // Rounded for JSON: sub-0.01 ns digits are noise.
 double round2(double v) { return std::round(v * 100) / 100; }
@@ -50,13 +50,14 @@ std::string header_text(const results& r) {
   const status_snapshot& s = r.m.status;
   std::string out = "vclock bench";
   out += r.options.quick ? " --quick\n" : "\n";
-  out += strformat("cpu        %s; %zu CPUs usable, pinned to CPU %d; load average %.2f\n",
-                   r.m.cpu_model.c_str(), r.m.cpus.size(), r.m.pinned_cpu, r.m.load_average);
-  out += strformat("counter    %s at %.3f MHz%s; ordered reads use %s; rdtscp %s\n",
-                   s.counter.c_str(), s.counter_hz / 1e6, s.invariant_counter ? " (invariant)" : "",
-                   s.ordering.c_str(), r.m.rdtscp ? "yes" : "no");
-  out += strformat("kernel     %s; clocksource %s; vDSO %s\n", r.m.kernel_release.c_str(),
-                   s.kernel_clocksource.c_str(), s.has_vdso ? "yes" : "no");
+  out += tool::strformat("cpu        %s; %zu CPUs usable, pinned to CPU %d; load average %.2f\n",
+                         r.m.cpu_model.c_str(), r.m.cpus.size(), r.m.pinned_cpu, r.m.load_average);
+  out += tool::strformat("counter    %s at %.3f MHz%s; ordered reads use %s; rdtscp %s\n",
+                         s.counter.c_str(), s.counter_hz / 1e6,
+                         s.invariant_counter ? " (invariant)" : "", s.ordering.c_str(),
+                         r.m.rdtscp ? "yes" : "no");
+  out += tool::strformat("kernel     %s; clocksource %s; vDSO %s\n", r.m.kernel_release.c_str(),
+                         s.kernel_clocksource.c_str(), s.has_vdso ? "yes" : "no");
   out += "vclock     " +
          (s.counter_mode ? std::string("counter mode")
                          : "FALLBACK mode (" + s.reason + "): vclock rows measure the kernel") +
@@ -66,7 +67,8 @@ std::string header_text(const results& r) {
 
 std::string hot_text(const results& r) {
   const double base = vdso_min_ns(r.hot, "MONOTONIC");
-  text_table t({"group", "call", "min ns", "median ns", "vs vDSO MONOTONIC", "vs vDSO same clock"});
+  tool::text_table t(
+      {"group", "call", "min ns", "median ns", "vs vDSO MONOTONIC", "vs vDSO same clock"});
   for (const hot_row& h : r.hot) {
     t.row()
         .left(h.who->group)
@@ -76,7 +78,7 @@ std::string hot_text(const results& r) {
         .right(ratio_text(h.min_ns / base))
         .right(ratio_text(h.min_ns / vdso_min_ns(r.hot, h.who->clock)));
   }
-  return strformat(
+  return tool::strformat(
              "\nhot cache: fastest of %d trials of >= %.0f ms, contenders interleaved; "
              "ratios of min ns\n",
              r.plan.trials, r.plan.trial_ms) +
@@ -97,7 +99,7 @@ double min_ns_of(const std::vector<hot_row>& rows, const std::string& name) {
 // floor and at the entry points: the form's own floor (no seqlock, no
 // checks) beside vclock's.
 std::string timespec_text(const results& r) {
-  text_table t({"timespec form", "vs its _ns form"});
+  tool::text_table t({"timespec form", "vs its _ns form"});
   for (const hot_row& h : r.hot) {
     const std::string name = h.who->name();
     std::string ns_name;
@@ -112,7 +114,7 @@ std::string timespec_text(const results& r) {
     }
     const double ns = min_ns_of(r.hot, ns_name);
     if (std::isfinite(ns)) {
-      t.row().left(name).right(strformat("%.3fx", h.min_ns / ns));
+      t.row().left(name).right(tool::strformat("%.3fx", h.min_ns / ns));
     }
   }
   return "\ntimespec forms against their _ns forms, min ns of this run (the \"called\" floor\n"
@@ -121,7 +123,7 @@ std::string timespec_text(const results& r) {
 }
 
 std::string cold_text(const results& r) {
-  text_table t({"call", "median ticks", "p90 ticks", "median vs vDSO"});
+  tool::text_table t({"call", "median ticks", "p90 ticks", "median vs vDSO"});
   for (const tick_row& c : r.cold) {
     const double base = vdso_median_ticks(r.cold, c.who->clock);
     t.row()
@@ -134,7 +136,7 @@ std::string cold_text(const results& r) {
   for (const std::string& p : r.flush.parts()) {
     flushed += (flushed.empty() ? "" : ", ") + p;
   }
-  return strformat(
+  return tool::strformat(
              "\ncold cache: %zu single calls each, after CLFLUSH of %zu lines before "
              "every call:\n  %s\n",
              r.cold.empty() ? 0 : r.cold.front().ticks.size(), r.flush.lines(), flushed.c_str()) +
@@ -142,7 +144,7 @@ std::string cold_text(const results& r) {
 }
 
 std::string tails_text(const results& r) {
-  text_table t({"call", "p50 ticks", "p99 ticks", "p99.9 ticks", "max ticks"});
+  tool::text_table t({"call", "p50 ticks", "p99 ticks", "p99.9 ticks", "max ticks"});
   for (const tick_row& c : r.tails) {
     t.row()
         .left(c.who->name())
@@ -151,7 +153,7 @@ std::string tails_text(const results& r) {
         .right(std::to_string(percentile(c.ticks, 0.999)))
         .right(std::to_string(c.ticks.empty() ? 0 : c.ticks.back()));
   }
-  return strformat(
+  return tool::strformat(
              "\ntails: %zu single calls each, counter read around each, timekeeper "
              "running\n",
              r.tails.empty() ? 0 : r.tails.front().ticks.size()) +
@@ -159,7 +161,7 @@ std::string tails_text(const results& r) {
 }
 
 std::string threads_text(const results& r) {
-  text_table t({"threads", "call", "ns per call (mean)", "slowest thread", "vs 1 thread"});
+  tool::text_table t({"threads", "call", "ns per call (mean)", "slowest thread", "vs 1 thread"});
   for (const thread_row& row : r.threads) {
     t.row()
         .right(std::to_string(row.threads))
@@ -168,14 +170,14 @@ std::string threads_text(const results& r) {
         .right(fixed(row.worst_ns, 2))
         .right(ratio_text(row.mean_ns / one_thread_ns(r.threads, row.who)));
   }
-  return strformat(
+  return tool::strformat(
              "\nthreads: all calling at once, each pinned to its own CPU (modulo %zu); "
              "best of %d trials of >= %.0f ms per thread\n",
              r.m.cpus.size(), r.plan.thread_trials, r.plan.thread_trial_ms) +
          t.str();
 }
 
-void json_machine(json_writer& j, const results& r) {
+void json_machine(tool::json_writer& j, const results& r) {
   const status_snapshot& s = r.m.status;
   j.key("machine")
       .begin_object()
@@ -197,7 +199,7 @@ void json_machine(json_writer& j, const results& r) {
       .end_object();
 }
 
-void json_hot(json_writer& j, const results& r) {
+void json_hot(tool::json_writer& j, const results& r) {
   const double base = vdso_min_ns(r.hot, "MONOTONIC");
   j.key("method")
       .begin_object()
@@ -223,7 +225,7 @@ void json_hot(json_writer& j, const results& r) {
   j.end_array();
 }
 
-void json_ticks(json_writer& j, const std::vector<tick_row>& rows, bool tails) {
+void json_ticks(tool::json_writer& j, const std::vector<tick_row>& rows, bool tails) {
   j.key("rows").begin_array();
   for (const tick_row& c : rows) {
     j.begin_object().field("name", c.who->name()).field("group", c.who->group);
@@ -243,7 +245,7 @@ void json_ticks(json_writer& j, const std::vector<tick_row>& rows, bool tails) {
   j.end_array();
 }
 
-void json_sections(json_writer& j, const results& r) {
+void json_sections(tool::json_writer& j, const results& r) {
   j.key("cold").begin_object().field("samples", r.plan.cold_samples);
   j.field("flushed_lines", r.flush.lines()).key("flushed").begin_array();
   for (const std::string& p : r.flush.parts()) {
@@ -273,7 +275,7 @@ void json_sections(json_writer& j, const results& r) {
 
 void print_results(const results& r) {
   if (r.options.json) {
-    json_writer j;
+    tool::json_writer j;
     j.begin_object().field("command", "bench").field("quick", r.options.quick);
     json_machine(j, r);
     json_hot(j, r);

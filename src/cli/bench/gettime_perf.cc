@@ -29,6 +29,7 @@
 #include "lib/status.h"
 #include "tool/args.h"
 #include "tool/json.h"
+#include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {
@@ -37,7 +38,7 @@ namespace {
 using timespec_fn = int (*)(clockid_t, timespec*);
 using ns_fn = std::int64_t (*)(clockid_t);
 
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using detail::ns_per_s;
 
 // The selftest counts over one 3 s span. A shared VM is seldom quiet for
 // seconds at a time, so here the span is shorter and repeated, and the best
@@ -147,7 +148,7 @@ double time_ratio(std::uint64_t calls_a, std::uint64_t calls_b) {
   return static_cast<double>(calls_b) / static_cast<double>(calls_a);
 }
 
-std::string ratio_text(double v) { return v == v ? strformat("%.3fx", v) : "-"; }
+std::string ratio_text(double v) { return v == v ? tool::strformat("%.3fx", v) : "-"; }
 
 // Calls per second of the clock, from a round's count.
 double per_second(std::uint64_t calls, const plan& p) {
@@ -155,7 +156,7 @@ double per_second(std::uint64_t calls, const plan& p) {
 }
 
 std::string rate_text(std::uint64_t calls, const plan& p) {
-  return calls == 0 ? "-" : strformat("%.2f M", per_second(calls, p) / 1e6);
+  return calls == 0 ? "-" : tool::strformat("%.2f M", per_second(calls, p) / 1e6);
 }
 
 void print_text(const status_snapshot& s, int cpu, const plan& p, const std::vector<counts>& rows) {
@@ -167,8 +168,8 @@ void print_text(const status_snapshot& s, int cpu, const plan& p, const std::vec
       "as calls per second (more is faster). Ratios are of time per call.\n",
       s.kernel_clocksource.c_str(), mode.c_str(), s.ordering.c_str(), cpu,
       static_cast<double>(p.span_ns) / 1e9, p.rounds);
-  text_table t({"clock", "vDSO timespec", "vclock timespec", "vclock _ns", "timespec vs vDSO",
-                "timespec vs _ns"});
+  tool::text_table t({"clock", "vDSO timespec", "vclock timespec", "vclock _ns", "timespec vs vDSO",
+                      "timespec vs _ns"});
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::uint64_t vdso = best(rows[i].vdso);
     const std::uint64_t ts = best(rows[i].vclock_timespec);
@@ -187,7 +188,7 @@ void print_text(const status_snapshot& s, int cpu, const plan& p, const std::vec
 // One row per contender and clock, with the fields every `bench --json` row
 // has (API.md): name, min_ns and median_ns, here the span over the best and
 // the median round's count.
-void json_row(json_writer& j, const std::string& name, const char* clock,
+void json_row(tool::json_writer& j, const std::string& name, const char* clock,
               const std::vector<std::uint64_t>& rounds, const plan& p) {
   if (rounds.empty()) {
     return;
@@ -203,7 +204,7 @@ void json_row(json_writer& j, const std::string& name, const char* clock,
 }
 
 void print_json(const status_snapshot& s, int cpu, const plan& p, const std::vector<counts>& rows) {
-  json_writer j;
+  tool::json_writer j;
   j.begin_object().field("command", "bench").key("gettime_perf").begin_object();
   j.field("span_ns", p.span_ns).field("rounds", p.rounds).field("pinned_cpu", cpu);
   j.field("counter_mode", s.counter_mode).field("clocksource", s.kernel_clocksource);
@@ -234,7 +235,7 @@ int run_gettime_perf(bool quick, bool json) {
   } else {
     print_text(s, pinned ? cpu : -1, p, rows);
   }
-  return exit_ok;
+  return tool::exit_ok;
 }
 
 }  // namespace vclock::cli

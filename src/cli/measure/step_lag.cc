@@ -60,13 +60,14 @@
 #include "lib/runtime.h"
 #include "tool/args.h"
 #include "tool/json.h"
+#include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {
 namespace {
 
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using detail::ns_per_s;
 constexpr std::int64_t step_period_ns = 50'000'000;    // between injected steps
 constexpr std::int64_t default_threshold_ns = 20'000;  // what counts as a step, and as caught up
 constexpr std::int64_t settle_ns = 100'000'000;        // how long the end waits for a pending step
@@ -320,8 +321,8 @@ class step_injector {
     latest_step_.store(start * 2 + (ns < 0 ? 1 : 0), std::memory_order_relaxed);
     const int err = step_realtime(ns);
     if (err != 0) {
-      error_ = strformat("clock_adjtime(ADJ_SETOFFSET %+lld ns): %s", static_cast<long long>(ns),
-                         std::strerror(err));
+      error_ = tool::strformat("clock_adjtime(ADJ_SETOFFSET %+lld ns): %s",
+                               static_cast<long long>(ns), std::strerror(err));
       return false;
     }
     ++steps_;
@@ -340,7 +341,7 @@ class step_injector {
       const timespec pause{0, 1'000'000};
       nanosleep(&pause, nullptr);
     }
-    error_ += strformat("; REALTIME is left %+lld ns off", static_cast<long long>(net_ns_));
+    error_ += tool::strformat("; REALTIME is left %+lld ns off", static_cast<long long>(net_ns_));
   }
 
   const std::int64_t step_ns_;
@@ -537,17 +538,19 @@ bool passes(const step_lag_result& r, const lag_summary& s) {
 
 std::string describe_source(const status_snapshot& st) {
   if (st.source == "shared") {
-    return strformat("shared page %s (vclockd pid %lld)", st.page.c_str(),
-                     static_cast<long long>(st.daemon_pid));
+    return tool::strformat("shared page %s (vclockd pid %lld)", st.page.c_str(),
+                           static_cast<long long>(st.daemon_pid));
   }
   return st.source;  // "in-process" or "kernel"
 }
 
 std::string us(std::int64_t ns) {
-  return ns < 0 ? std::string("-") : strformat("%.1f", static_cast<double>(ns) / 1e3);
+  return ns < 0 ? std::string("-") : tool::strformat("%.1f", static_cast<double>(ns) / 1e3);
 }
 
-std::string signed_us(std::int64_t ns) { return strformat("%+.1f", static_cast<double>(ns) / 1e3); }
+std::string signed_us(std::int64_t ns) {
+  return tool::strformat("%+.1f", static_cast<double>(ns) / 1e3);
+}
 
 // One "label  value" line of the text report.
 void print_line(const char* label, const std::string& value) {
@@ -562,12 +565,13 @@ void print_text(const step_lag_result& r, const lag_summary& s, const status_sna
       "REALTIME agrees with the kernel within %s us: an upper bound (see the brackets)\n\n",
       us(r.threshold_ns).c_str());
   print_line("steps seen", r.inject_ns > 0
-                               ? strformat("%d of %d injected (+/-%s us, every 50 ms)", s.seen,
-                                           r.steps_injected, us(r.inject_ns).c_str())
-                               : strformat("%d", s.seen));
-  print_line("never caught up", strformat("%d", s.uncaught));
-  print_line("caught up within 1 ms", strformat("%d certainly, %d certainly not, %d unresolved",
-                                                s.within_promise, s.over_promise, unresolved(s)));
+                               ? tool::strformat("%d of %d injected (+/-%s us, every 50 ms)",
+                                                 s.seen, r.steps_injected, us(r.inject_ns).c_str())
+                               : tool::strformat("%d", s.seen));
+  print_line("never caught up", tool::strformat("%d", s.uncaught));
+  print_line("caught up within 1 ms",
+             tool::strformat("%d certainly, %d certainly not, %d unresolved", s.within_promise,
+                             s.over_promise, unresolved(s)));
   print_line("lag p50 / p99 / max",
              us(s.lag.p50) + " / " + us(s.lag.p99) + " / " + us(s.lag.max) + " us");
   if (!r.floor_policy.empty()) {
@@ -592,11 +596,12 @@ void print_text(const step_lag_result& r, const lag_summary& s, const status_sna
   print_line("catch-up bracket p50 / max", us(s.catch_up_bracket.p50) + " / " +
                                                us(s.catch_up_bracket.max) +
                                                " us (when vclock caught up)");
-  print_line("samples",
-             strformat("%lld (%lld wider than %s us dropped)", static_cast<long long>(r.probes),
-                       static_cast<long long>(r.discarded), us(r.width_limit_ns).c_str()));
+  print_line(
+      "samples",
+      tool::strformat("%lld (%lld wider than %s us dropped)", static_cast<long long>(r.probes),
+                      static_cast<long long>(r.discarded), us(r.width_limit_ns).c_str()));
   print_line("vclock off, no step pending",
-             strformat("%lld samples", static_cast<long long>(r.off_probes)));
+             tool::strformat("%lld samples", static_cast<long long>(r.off_probes)));
   if (r.inject_ns > 0) {
     std::printf("REALTIME was stepped %d times and %s (net %lld ns)\n", r.steps_injected,
                 r.net_ns == 0 ? "restored" : "NOT restored", static_cast<long long>(r.net_ns));
@@ -609,7 +614,7 @@ void print_text(const step_lag_result& r, const lag_summary& s, const status_sna
 
 void print_json(const step_lag_result& r, const lag_summary& s, const status_snapshot& st,
                 const step_lag_options& o) {
-  json_writer j;
+  tool::json_writer j;
   j.begin_object()
       .field("command", "track")
       .field("measure", "steps")
@@ -688,8 +693,9 @@ void die_of(int sig) {
 int run_step_lag(const step_lag_options& o, const status_snapshot& st) {
   if (o.inject_us > 0) {
     if (const int err = realtime_step_permission(); err != 0) {
-      return usage_error("track", strformat("--inject-steps needs CAP_SYS_TIME (clock_adjtime: %s)",
-                                            std::strerror(err)));
+      return tool::usage_error(
+          "track", tool::strformat("--inject-steps needs CAP_SYS_TIME (clock_adjtime: %s)",
+                                   std::strerror(err)));
     }
   }
   const step_lag_result r = measure(o);
@@ -703,8 +709,8 @@ int run_step_lag(const step_lag_options& o, const status_snapshot& st) {
     std::fprintf(stderr, "vclock: track: %s\n", r.inject_error.c_str());
   }
   if (r.stop_signal != 0) die_of(r.stop_signal);
-  if (!r.inject_error.empty() || r.stop_signal != 0) return exit_check_failed;
-  return o.check && !passes(r, s) ? exit_check_failed : exit_ok;
+  if (!r.inject_error.empty() || r.stop_signal != 0) return tool::exit_check_failed;
+  return o.check && !passes(r, s) ? tool::exit_check_failed : tool::exit_ok;
 }
 
 }  // namespace vclock::cli

@@ -62,8 +62,8 @@ void step_floor::run() {
   sched_param param{};
   param.sched_priority = floor_fifo_priority;
   const int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);
-  policy_ = err == 0 ? strformat("SCHED_FIFO %d", floor_fifo_priority)
-                     : strformat("normal (SCHED_FIFO: %s)", std::strerror(err));
+  policy_ = err == 0 ? tool::strformat("SCHED_FIFO %d", floor_fifo_priority)
+                     : tool::strformat("normal (SCHED_FIFO: %s)", std::strerror(err));
   policy_set_.store(true, std::memory_order_release);
   for (;;) {
     // Blocked as vclockd is (tick_loop::wait: ppoll on the timerfd and

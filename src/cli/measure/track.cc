@@ -111,9 +111,9 @@ std::string mode_conflict(bool steps, std::int64_t interval_s, const std::string
 }  // namespace
 
 std::string track_machine_line(const status_snapshot& st) {
-  return strformat("vclock track: %s, counter %.6f MHz, ordering %s, kernel clocksource %s",
-                   st.counter_mode ? "counter mode" : ("fallback: " + st.reason).c_str(),
-                   st.counter_hz / 1e6, st.ordering.c_str(), st.kernel_clocksource.c_str());
+  return tool::strformat("vclock track: %s, counter %.6f MHz, ordering %s, kernel clocksource %s",
+                         st.counter_mode ? "counter mode" : ("fallback: " + st.reason).c_str(),
+                         st.counter_hz / 1e6, st.ordering.c_str(), st.kernel_clocksource.c_str());
 }
 
 int run_track(std::span<char* const> args) {
@@ -124,7 +124,7 @@ int run_track(std::span<char* const> args) {
   bool steps = false;
   std::int64_t inject_us = 0;
   bool json = false;
-  option_parser parser("track");
+  tool::option_parser parser("track");
   parser.add_int("seconds", "S", 1, std::int64_t{7} * 86400, &seconds,
                  "how long to track (default 10)");
   parser.add_int("interval", "S", 1, 3600, &interval_s, "seconds per printed row (default 1)");
@@ -144,18 +144,18 @@ int run_track(std::span<char* const> args) {
                  "the kernel's NTP state)");
   parser.add_flag("json", &json, "with --steps: print one JSON document");
   if (!parser.parse(args)) {
-    return usage_error("track", parser.error());
+    return tool::usage_error("track", parser.error());
   }
   if (parser.help_requested()) {
     std::printf(
         "usage: vclock track [--seconds S] [--interval S] [--csv FILE] [--check]\n"
         "       vclock track --steps [--inject-steps US] [--seconds S] [--json] [--check]\n\n%s",
         parser.options_help().c_str());
-    return exit_ok;
+    return tool::exit_ok;
   }
   if (const std::string conflict = mode_conflict(steps, interval_s, csv_path, inject_us, json);
       !conflict.empty()) {
-    return usage_error("track", conflict);
+    return tool::usage_error("track", conflict);
   }
   if (steps) {
     return run_step_lag({seconds, inject_us, json, check}, read_status(2000));
@@ -165,7 +165,7 @@ int run_track(std::span<char* const> args) {
   if (!csv_path.empty()) {
     csv = std::fopen(csv_path.c_str(), "w");
     if (csv == nullptr) {
-      return usage_error("track", "cannot write '" + csv_path + "'");
+      return tool::usage_error("track", "cannot write '" + csv_path + "'");
     }
     std::fprintf(csv,
                  "t_s,clock,samples,mean_ns,p50_abs_ns,p99_abs_ns,max_abs_ns,bracket_p50_ns\n");
@@ -174,7 +174,8 @@ int run_track(std::span<char* const> args) {
   std::printf("%s\n", track_machine_line(st).c_str());
   std::printf("error = vclock - kernel (midpoint of a kernel,vclock,kernel bracket), ns\n\n");
 
-  text_table table({"t_s", "clock", "samples", "mean", "p50|e|", "p99|e|", "max|e|", "bracket"});
+  tool::text_table table(
+      {"t_s", "clock", "samples", "mean", "p50|e|", "p99|e|", "max|e|", "bracket"});
   std::vector<sample> all[clock_count];
   const std::int64_t start = kernel::now_ns(CLOCK_MONOTONIC);
   for (std::int64_t t = 0; t < seconds; t += interval_s) {
@@ -212,21 +213,21 @@ int run_track(std::span<char* const> args) {
   for (int c = 0; c < clock_count; ++c) {
     const summary s = summarise(all[c]);
     table.row()
-        .right(strformat("%lld", static_cast<long long>(seconds)))
+        .right(tool::strformat("%lld", static_cast<long long>(seconds)))
         .left(clocks[c].name)
-        .right(strformat("%zu", s.count))
-        .right(strformat("%lld", static_cast<long long>(s.mean)))
-        .right(strformat("%lld", static_cast<long long>(s.p50)))
-        .right(strformat("%lld", static_cast<long long>(s.p99)))
-        .right(strformat("%lld", static_cast<long long>(s.max)))
-        .right(strformat("%lld", static_cast<long long>(s.width_p50)));
+        .right(tool::strformat("%zu", s.count))
+        .right(tool::strformat("%lld", static_cast<long long>(s.mean)))
+        .right(tool::strformat("%lld", static_cast<long long>(s.p50)))
+        .right(tool::strformat("%lld", static_cast<long long>(s.p99)))
+        .right(tool::strformat("%lld", static_cast<long long>(s.max)))
+        .right(tool::strformat("%lld", static_cast<long long>(s.width_p50)));
     if (c < 2 && (s.p99 > 200 || s.max > 1000)) {
       ok = false;
     }
   }
   std::fputs(table.str().c_str(), stdout);
   std::printf("MONOTONIC and REALTIME within p99 200 ns, max 1 us: %s\n", ok ? "yes" : "NO");
-  return check && !ok ? exit_check_failed : exit_ok;
+  return check && !ok ? tool::exit_check_failed : tool::exit_ok;
 }
 
 }  // namespace vclock::cli

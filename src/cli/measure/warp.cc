@@ -334,7 +334,7 @@ std::string cpu_list(const std::vector<int>& cpus) {
 
 void print_text(const warp_report& w) {
   const status_snapshot& s = w.status;
-  std::string out = strformat(
+  std::string out = tool::strformat(
       "vclock warp: %d threads on CPUs %s; CLOCK_%s; %.3f s per reader and method (%.3g s in "
       "all)\ncounter %s at %.3f MHz; vclock ordered reads use %s; vclock %s\n",
       w.cfg.threads, cpu_list(w.cfg.cpus).c_str(), w.clock_name,
@@ -344,26 +344,28 @@ void print_text(const warp_report& w) {
   if (w.cfg.threads < 2 || w.cfg.cpus.size() < 2) {
     out += "note: fewer than two threads or CPUs: no reading is compared across CPUs\n";
   }
-  text_table t({"clock", "method", "samples", "warps", "max warp ns", "handoffs", "cross-CPU"});
+  tool::text_table t(
+      {"clock", "method", "samples", "warps", "max warp ns", "handoffs", "cross-CPU"});
   for (const warp_result& r : w.results) {
     t.row()
         .left(r.clock)
         .left(r.method)
         .right(std::to_string(r.counts.samples))
         .right(std::to_string(r.counts.warps))
-        .right(strformat("%.1f", r.max_warp_ns))
+        .right(tool::strformat("%.1f", r.max_warp_ns))
         .right(std::to_string(r.counts.handoffs))
         .right(std::to_string(r.counts.cross_cpu));
   }
   out += "\n" + t.str() + "\n";
-  out += w.ordered_warps == 0 ? "PASS: no ordered vclock clock went backwards\n"
-                              : strformat("FAIL: ordered vclock clocks went backwards %llu times\n",
-                                          static_cast<unsigned long long>(w.ordered_warps));
+  out += w.ordered_warps == 0
+             ? "PASS: no ordered vclock clock went backwards\n"
+             : tool::strformat("FAIL: ordered vclock clocks went backwards %llu times\n",
+                               static_cast<unsigned long long>(w.ordered_warps));
   std::fputs(out.c_str(), stdout);
 }
 
 void print_json(const warp_report& w) {
-  json_writer j;
+  tool::json_writer j;
   j.begin_object()
       .field("command", "warp")
       .field("clock", std::string("CLOCK_") + w.clock_name)
@@ -400,7 +402,7 @@ void print_json(const warp_report& w) {
   std::fputs(j.str().c_str(), stdout);
 }
 
-int print_help(const option_parser& parser) {
+int print_help(const tool::option_parser& parser) {
   std::printf(
       "usage: vclock warp [--threads N] [--seconds S] [--clock C] [--json]\n\n"
       "Ingo Molnar's time-warp test: N threads, each pinned to its own CPU, read the clock\n"
@@ -413,7 +415,7 @@ int print_help(const option_parser& parser) {
       "reading), cross-CPU those between different CPUs (sched_getcpu()). Exit status 1\n"
       "if an ordered vclock clock warped.\n\n%s",
       parser.options_help().c_str());
-  return exit_ok;
+  return tool::exit_ok;
 }
 
 warp_report run_all(const warp_options& o) {
@@ -449,7 +451,7 @@ warp_report run_all(const warp_options& o) {
 
 int run_warp(std::span<char* const> args) {
   warp_options o;
-  option_parser parser("warp");
+  tool::option_parser parser("warp");
   parser.add_int("--threads", "N", 1, 1024, &o.threads,
                  "threads, each pinned to its own CPU (default: every usable CPU)");
   parser.add_real("--seconds", "S", 0.01, 86400, &o.seconds,
@@ -461,7 +463,7 @@ int run_warp(std::span<char* const> args) {
   parser.add_choice("--clock", names, &o.clock, "the clock tested (default monotonic)");
   parser.add_flag("--json", &o.json, "print one JSON document instead of a table");
   if (!parser.parse(args)) {
-    return usage_error("warp", parser.error());
+    return tool::usage_error("warp", parser.error());
   }
   if (parser.help_requested()) {
     return print_help(parser);
@@ -473,7 +475,7 @@ int run_warp(std::span<char* const> args) {
   } else {
     print_text(w);
   }
-  return w.ordered_warps == 0 ? exit_ok : exit_check_failed;
+  return w.ordered_warps == 0 ? tool::exit_ok : tool::exit_check_failed;
 }
 
 }  // namespace vclock::cli

@@ -36,7 +36,7 @@ void print_help() {
       "ns/ beside the host page (/run/vclock/ns), kept by vclockd when it runs; a user's in\n"
       "$XDG_RUNTIME_DIR/vclock/ns.\n\n"
       "time options:\n%s",
-      time_options_help("ns set").c_str());
+      timens::time_options_help("ns set").c_str());
 }
 
 std::string rate_text(std::uint64_t q32) {
@@ -55,15 +55,15 @@ int show(const std::string& path, bool json) {
   ns_header header{};
   ns_params p{};
   std::string error;
-  if (!read_ns_file(path, header, p, error)) {
+  if (!timens::read_timens_file(path, header, p, error)) {
     std::fprintf(stderr, "vclock ns show: %s\n", error.c_str());
     return exit_failed;
   }
-  const host_times now = kernel_host_times();
+  const timens::host_times now = timens::kernel_host_times();
   const bool frozen = (p.flags & ns_flag_frozen) != 0;
   const char* names[ns_family_count] = {"monotonic", "monotonic_raw", "boottime", "realtime"};
   if (json) {
-    json_writer j;
+    tool::json_writer j;
     j.begin_object()
         .field("command", "ns show")
         .field("name", std::string(header.name))
@@ -77,13 +77,13 @@ int show(const std::string& path, bool json) {
         .field("offset_realtime_ns", p.offset_realtime_ns);
     j.key("now_ns").begin_object();
     for (int i = 0; i < ns_family_count; ++i) {
-      j.field(names[i], virtual_time(p, static_cast<ns_family>(i), now.ns[i]));
+      j.field(names[i], timens::virtual_time(p, static_cast<ns_family>(i), now.ns[i]));
     }
     j.end_object().end_object();
     std::printf("%s\n", j.str().c_str());
-    return exit_ok;
+    return tool::exit_ok;
   }
-  text_table t({"field", "value"});
+  tool::text_table t({"field", "value"});
   const auto add = [&t](const char* name, std::string value) {
     t.row().left(name).left(std::move(value));
   };
@@ -97,12 +97,12 @@ int show(const std::string& path, bool json) {
   add("offset_boottime", ns_text(p.offset_boottime_ns));
   add("offset_realtime", ns_text(p.offset_realtime_ns));
   for (int i = 0; i < ns_family_count; ++i) {
-    const std::int64_t v = virtual_time(p, static_cast<ns_family>(i), now.ns[i]);
+    const std::int64_t v = timens::virtual_time(p, static_cast<ns_family>(i), now.ns[i]);
     add((std::string(names[i]) + "_now").c_str(),
         ns_text(v).substr(1) + " (host " + ns_text(now.ns[i]).substr(1) + ")");
   }
   std::fputs(t.str().c_str(), stdout);
-  return exit_ok;
+  return tool::exit_ok;
 }
 
 int list(bool json) {
@@ -110,11 +110,11 @@ int list(bool json) {
     std::string name, file;
   };
   std::vector<entry> entries;
-  for (const std::string& dir : ns_directories()) {
+  for (const std::string& dir : timens::timens_directories()) {
     DIR* d = opendir(dir.c_str());
     if (d == nullptr) continue;
     while (const dirent* e = readdir(d)) {
-      if (!valid_ns_name(e->d_name)) continue;
+      if (!valid_timens_name(e->d_name)) continue;
       entries.push_back({e->d_name, dir + "/" + e->d_name});
     }
     closedir(d);
@@ -122,20 +122,20 @@ int list(bool json) {
   std::sort(entries.begin(), entries.end(),
             [](const entry& a, const entry& b) { return a.file < b.file; });
   if (json) {
-    json_writer j;
+    tool::json_writer j;
     j.begin_object().field("command", "ns list").key("namespaces").begin_array();
     for (const entry& e : entries) {
       j.begin_object().field("name", e.name).field("file", e.file).end_object();
     }
     j.end_array().end_object();
     std::printf("%s\n", j.str().c_str());
-    return exit_ok;
+    return tool::exit_ok;
   }
   for (const entry& e : entries) std::printf("%s\t%s\n", e.name.c_str(), e.file.c_str());
-  return exit_ok;
+  return tool::exit_ok;
 }
 
-ns_outcome print(const ns_outcome& o) {
+timens::timens_outcome print(const timens::timens_outcome& o) {
   if (!o.message.empty()) std::fprintf(stderr, "%s\n", o.message.c_str());
   return o;
 }
@@ -143,52 +143,53 @@ ns_outcome print(const ns_outcome& o) {
 // create, set, rm. Root's namespaces go through the vclockd that serves
 // the system's directory, when one answers (timens/control.h), except a `set`
 // of a file root wrote itself, which the daemon's user may not write.
-int change(const ns_request& request) {
+int change(const timens::timens_request& request) {
   std::string path;
   if (request.verb == "create") {
     std::string error;
-    const std::string dir = own_ns_directory(error);
+    const std::string dir = timens::own_timens_directory(error);
     if (dir.empty()) return print({exit_failed, "vclock ns create: " + error}).status;
     path = dir + "/" + request.name;
   } else {
-    path = ns_file_of(request.name);
+    path = timens::timens_file_of(request.name);
   }
   const bool in_system_directory =
-      request.name[0] != '/' && path == system_ns_directory() + "/" + request.name;
+      request.name[0] != '/' && path == timens::system_timens_directory() + "/" + request.name;
   struct stat file {};
   const bool root_wrote_it =
       request.verb == "set" && stat(path.c_str(), &file) == 0 && file.st_uid == 0;
-  ns_outcome answer;
+  timens::timens_outcome answer;
   if (geteuid() == 0 && in_system_directory && !root_wrote_it &&
-      ask_vclockd(ns_control_socket(), request, answer)) {
+      timens::ask_vclockd(timens::timens_control_socket(), request, answer)) {
     return print(answer).status;
   }
-  return print(apply_ns_request(request, path)).status;
+  return print(timens::apply_timens_request(request, path)).status;
 }
 
 }  // namespace
 
 int run_ns(std::span<char* const> args) {
-  if (args.empty()) return usage_error("ns", "missing subcommand (create, set, show, list, rm)");
+  if (args.empty())
+    return tool::usage_error("ns", "missing subcommand (create, set, show, list, rm)");
   const std::string_view sub = args[0];
   if (sub == "--help" || sub == "-h" || sub == "help") {
     print_help();
-    return exit_ok;
+    return tool::exit_ok;
   }
   const bool takes_name = sub == "create" || sub == "set" || sub == "rm";
   if (!takes_name && sub != "show" && sub != "list") {
-    return usage_error("ns", "unknown subcommand '" + std::string(sub) + "'");
+    return tool::usage_error("ns", "unknown subcommand '" + std::string(sub) + "'");
   }
   const std::string command = "ns " + std::string(sub);
   std::string name;
-  time_options options;
+  timens::time_options options;
   std::vector<std::string> option_args;  // as given: a request to vclockd carries them
   bool json = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string_view a = args[i];
     if (a == "--help" || a == "-h") {
       print_help();
-      return exit_ok;
+      return tool::exit_ok;
     }
     if (a == "--json" && (sub == "show" || sub == "list")) {
       json = true;
@@ -197,17 +198,18 @@ int run_ns(std::span<char* const> args) {
     if (sub == "create" || sub == "set") {
       std::string error;
       const std::size_t first = i;
-      const int taken = take_time_option(command, args, i, options, error);
-      if (taken < 0) return usage_error(command, error);
+      const int taken = timens::take_time_option(command, args, i, options, error);
+      if (taken < 0) return tool::usage_error(command, error);
       if (taken > 0) {
         option_args.insert(option_args.end(), args.begin() + static_cast<std::ptrdiff_t>(first),
                            args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
         continue;
       }
     }
-    if (a.starts_with("-")) return usage_error(command, "unknown option '" + std::string(a) + "'");
+    if (a.starts_with("-"))
+      return tool::usage_error(command, "unknown option '" + std::string(a) + "'");
     if (!name.empty() || sub == "list") {
-      return usage_error(command, "unexpected argument '" + std::string(a) + "'");
+      return tool::usage_error(command, "unexpected argument '" + std::string(a) + "'");
     }
     name = std::string(a);
   }
@@ -218,24 +220,25 @@ int run_ns(std::span<char* const> args) {
       if (joined == nullptr || joined[0] == '\0') {
         std::printf(json ? "{\"command\": \"ns show\", \"name\": null}\n"
                          : "this process is in no namespace (VCLOCK_NS is not set)\n");
-        return exit_ok;
+        return tool::exit_ok;
       }
       name = joined;
     } else {
-      return usage_error(command, "missing NAME");
+      return tool::usage_error(command, "missing NAME");
     }
   }
-  if (name[0] != '/' && !valid_ns_name(name.c_str())) {
-    return usage_error(command, "'" + name +
-                                    "' is not a namespace name (letters, digits, '.', '_', "
-                                    "'-'; at most 63; not starting with '.')");
+  if (name[0] != '/' && !valid_timens_name(name.c_str())) {
+    return tool::usage_error(command, "'" + name +
+                                          "' is not a namespace name (letters, digits, '.', '_', "
+                                          "'-'; at most 63; not starting with '.')");
   }
-  if (sub == "create" && name[0] == '/') return usage_error(command, "NAME is a name, not a path");
+  if (sub == "create" && name[0] == '/')
+    return tool::usage_error(command, "NAME is a name, not a path");
   if (sub == "set" && !options.changes_clocks()) {
-    return usage_error(command, "nothing to change (see vclock ns --help)");
+    return tool::usage_error(command, "nothing to change (see vclock ns --help)");
   }
-  if (sub == "show") return show(ns_file_of(name), json);
-  return change(ns_request{std::string(sub), name, option_args});
+  if (sub == "show") return show(timens::timens_file_of(name), json);
+  return change(timens::timens_request{std::string(sub), name, option_args});
 }
 
 }  // namespace vclock::cli

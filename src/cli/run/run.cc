@@ -105,12 +105,12 @@ void print_help() {
       "                        system calls see those two (not the rate, not REALTIME)\n"
       "  --help                this text\n"
       "time options:\n%s",
-      time_options_help("run").c_str());
+      timens::time_options_help("run").c_str());
 }
 
 // An anonymous namespace for this command: a file in a fresh private
 // directory, removed with it when the command exits.
-bool make_anonymous_namespace(const time_options& options, const host_times& frame,
+bool make_anonymous_namespace(const timens::time_options& options, const timens::host_times& frame,
                               std::string& path, std::string& error) {
   const char* base = std::getenv("TMPDIR");
   std::string dir =
@@ -122,7 +122,7 @@ bool make_anonymous_namespace(const time_options& options, const host_times& fra
   // Readable by the command's processes whatever uid they drop to.
   chmod(dir.c_str(), 0755);
   path = dir + "/ns";
-  if (!create_ns_file(path, "", options, error, frame)) {
+  if (!timens::create_timens_file(path, "", options, error, frame)) {
     rmdir(dir.c_str());
     return false;
   }
@@ -137,15 +137,15 @@ bool make_anonymous_namespace(const time_options& options, const host_times& fra
 // A named namespace must exist and be one this user may join: said now, in
 // one line, rather than found out by the command's clocks.
 bool check_named_namespace(const std::string& name, std::string& path, std::string& error) {
-  path = ns_file_of(name);
+  path = timens::timens_file_of(name);
   if (path.empty()) {
     error = "'" + name + "' is neither a namespace name nor an absolute path";
     return false;
   }
   alignas(4096) static ns_page probe;
-  const ns_join_result r = join_ns_page(path.c_str(), &probe);
-  if (r.refusal != ns_refusal::none) {
-    error = path + ": " + ns_refusal_text(r.refusal);
+  const timens_join_result r = join_timens_page(path.c_str(), &probe);
+  if (r.refusal != timens_refusal::none) {
+    error = path + ": " + timens_refusal_text(r.refusal);
     return false;
   }
   return true;
@@ -222,7 +222,7 @@ std::string preload_with_shim(const std::string& shim, const char* existing) {
 int run_run(std::span<char* const> args) {
   restore_after_reexec();
   std::string shim_option;
-  time_options options;
+  timens::time_options options;
   bool kernel_timens = false;
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -233,7 +233,7 @@ int run_run(std::span<char* const> args) {
     }
     if (a == "--help" || a == "-h") {
       print_help();
-      return exit_ok;
+      return tool::exit_ok;
     }
     if (a == "--kernel-timens") {
       kernel_timens = true;
@@ -241,32 +241,33 @@ int run_run(std::span<char* const> args) {
     }
     if (a == "--shim" || a.starts_with("--shim=")) {
       if (a == "--shim") {
-        if (i + 1 >= args.size()) return usage_error("run", "--shim needs a PATH");
+        if (i + 1 >= args.size()) return tool::usage_error("run", "--shim needs a PATH");
         shim_option = args[++i];
       } else {
         shim_option = std::string(a.substr(7));
       }
-      if (shim_option.empty()) return usage_error("run", "--shim: empty path");
+      if (shim_option.empty()) return tool::usage_error("run", "--shim: empty path");
       continue;
     }
     std::string error;
-    const int taken = take_time_option("run", args, i, options, error);
-    if (taken < 0) return usage_error("run", error);
+    const int taken = timens::take_time_option("run", args, i, options, error);
+    if (taken < 0) return tool::usage_error("run", error);
     if (taken > 0) continue;
     if (a.starts_with("-")) {
-      return usage_error("run", "unknown option '" + std::string(a) + "'");
+      return tool::usage_error("run", "unknown option '" + std::string(a) + "'");
     }
     break;  // the command
   }
-  if (i >= args.size()) return usage_error("run", "missing command (vclock run -- CMD [ARGS...])");
+  if (i >= args.size())
+    return tool::usage_error("run", "missing command (vclock run -- CMD [ARGS...])");
   if (!options.ns.empty() && options.changes_clocks()) {
-    return usage_error("run",
-                       "--ns joins a namespace as it is: change it with 'vclock ns set', or "
-                       "give time options without --ns for a namespace of the command's own");
+    return tool::usage_error("run",
+                             "--ns joins a namespace as it is: change it with 'vclock ns set', or "
+                             "give time options without --ns for a namespace of the command's own");
   }
   if (kernel_timens && !options.ns.empty()) {
-    return usage_error("run",
-                       "--kernel-timens gives the command a namespace of its own: not with --ns");
+    return tool::usage_error(
+        "run", "--kernel-timens gives the command a namespace of its own: not with --ns");
   }
   if (kernel_timens && geteuid() != 0 && !single_threaded() &&
       std::getenv(reexec_marker) == nullptr) {
@@ -276,8 +277,8 @@ int run_run(std::span<char* const> args) {
   // offsets, to every process of the command; vclock's namespace keeps the
   // rest (REALTIME, the rate, a freeze), its lines written in the terms of
   // the kernel namespace's clocks, which its readers read.
-  host_times frame{};
-  time_options vclock_options = options;
+  timens::host_times frame{};
+  timens::time_options vclock_options = options;
   if (kernel_timens) {
     const std::int64_t mono = options.monotonic_offset_ns.value_or(0);
     const std::int64_t boot = options.boottime_offset_ns.value_or(0);
@@ -290,12 +291,13 @@ int run_run(std::span<char* const> args) {
   std::string ns_path;
   if (!options.ns.empty()) {
     std::string error;
-    if (!check_named_namespace(options.ns, ns_path, error)) return usage_error("run", error);
-  } else if (const char* inherited = std::getenv(ns_env);
-             inherited != nullptr && valid_ns_name(inherited) && !vclock_options.changes_clocks()) {
+    if (!check_named_namespace(options.ns, ns_path, error)) return tool::usage_error("run", error);
+  } else if (const char* inherited = std::getenv(ns_env); inherited != nullptr &&
+                                                          valid_timens_name(inherited) &&
+                                                          !vclock_options.changes_clocks()) {
     // A name in VCLOCK_NS is looked up beside the host page: pinned to
     // its file now, before VCLOCK_PAGE may name a private daemon's page.
-    ns_path = ns_file_of(inherited);
+    ns_path = timens::timens_file_of(inherited);
   }
 
   std::string why;
@@ -329,8 +331,9 @@ int run_run(std::span<char* const> args) {
   }
   if (kernel_timens) {
     std::string error;
-    if (!enter_kernel_time_namespace(frame.ns[static_cast<int>(ns_family::monotonic)],
-                                     frame.ns[static_cast<int>(ns_family::boottime)], error)) {
+    if (!timens::enter_kernel_time_namespace(frame.ns[static_cast<int>(ns_family::monotonic)],
+                                             frame.ns[static_cast<int>(ns_family::boottime)],
+                                             error)) {
       std::fprintf(stderr, "vclock run: --kernel-timens: %s\n", error.c_str());
       return exit_no_shim;
     }

@@ -61,9 +61,9 @@ const char* sync_status_name(int status) {
 
 int run_bound(std::span<char* const> args) {
   bool json = false;
-  option_parser parser("bound");
+  tool::option_parser parser("bound");
   parser.add_flag("json", &json, "print one JSON object");
-  if (!parser.parse(args)) return usage_error("bound", parser.error());
+  if (!parser.parse(args)) return tool::usage_error("bound", parser.error());
   if (parser.help_requested()) {
     std::printf(
         "usage: vclock bound [--json]\n\n"
@@ -71,7 +71,7 @@ int run_bound(std::span<char* const> args) {
         "the synchronisation source's own claims hold (vclock's deviation from the kernel\n"
         "included). The midpoint is not the true time.\n\n%s",
         parser.options_help().c_str());
-    return exit_ok;
+    return tool::exit_ok;
   }
   // Let an in-process timekeeper calibrate first (the kernel answers, with no
   // bound, until then).
@@ -90,7 +90,7 @@ int run_bound(std::span<char* const> args) {
   const std::int64_t source_error = detail::load_relaxed(p.bound.source_error_ns);
   const std::int64_t source_drift = detail::load_relaxed(p.bound.source_drift_ppb);
   if (json) {
-    json_writer j;
+    tool::json_writer j;
     j.begin_object()
         .field("command", "bound")
         .field("status", sync_status_name(b.status))
@@ -102,21 +102,21 @@ int run_bound(std::span<char* const> args) {
         .field("source_drift_ppb", source_drift)
         .end_object();
     std::printf("%s\n", j.str().c_str());
-    return exit_ok;
+    return tool::exit_ok;
   }
-  text_table t({"field", "value"});
+  tool::text_table t({"field", "value"});
   const auto add = [&t](const char* name, std::string value) {
     t.row().left(name).left(std::move(value));
   };
   add("status", sync_status_name(b.status));
   add("earliest", utc(b.earliest_ns));
   add("latest", utc(b.latest_ns));
-  add("bound", bounded ? strformat("+-%lld ns", static_cast<long long>(half)) : "none");
+  add("bound", bounded ? tool::strformat("+-%lld ns", static_cast<long long>(half)) : "none");
   add("source", source_name(source));
-  add("source_error", strformat("%lld ns", static_cast<long long>(source_error)));
-  add("source_drift", strformat("%lld ppb", static_cast<long long>(source_drift)));
+  add("source_error", tool::strformat("%lld ns", static_cast<long long>(source_error)));
+  add("source_drift", tool::strformat("%lld ppb", static_cast<long long>(source_drift)));
   std::fputs(t.str().c_str(), stdout);
-  return exit_ok;
+  return tool::exit_ok;
 }
 
 }  // namespace vclock::cli

@@ -83,7 +83,7 @@ process_clock_status inspect_process(pid_t pid) {
 
 void print_process_status(pid_t pid, const process_clock_status& s, bool json) {
   if (json) {
-    json_writer j;
+    tool::json_writer j;
     j.begin_object()
         .field("command", "status")
         .field("pid", static_cast<std::int64_t>(pid))
@@ -95,7 +95,7 @@ void print_process_status(pid_t pid, const process_clock_status& s, bool json) {
     std::fputs(j.str().c_str(), stdout);
     return;
   }
-  text_table t({"field", "value"});
+  tool::text_table t({"field", "value"});
   t.row().left("pid").left(std::to_string(pid));
   t.row().left("exe").left(s.exe);
   t.row().left("shim").left(s.shim.empty() ? "not loaded" : s.shim);

@@ -18,10 +18,12 @@ namespace {
 // Long enough for calibration (a few timekeeper ticks) on a loaded machine.
 constexpr int calibration_wait_ms = 2000;
 
-std::string signed_ns(std::int64_t ns) { return strformat("%+lld ns", static_cast<long long>(ns)); }
+std::string signed_ns(std::int64_t ns) {
+  return tool::strformat("%+lld ns", static_cast<long long>(ns));
+}
 
 void print_text(const status_snapshot& s) {
-  text_table t({"field", "value"});
+  tool::text_table t({"field", "value"});
   const auto add = [&t](const char* name, std::string value) {
     t.row().left(name).left(std::move(value));
   };
@@ -40,24 +42,24 @@ void print_text(const status_snapshot& s) {
   }
   add("mode", s.counter_mode ? "counter" : "fallback: the kernel answers (" + s.reason + ")");
   add("counter", s.counter + (s.invariant_counter ? " (invariant)" : " (not invariant)"));
-  add("counter_hz", strformat("%.0f (%.3f MHz)", s.counter_hz, s.counter_hz / 1e6));
+  add("counter_hz", tool::strformat("%.0f (%.3f MHz)", s.counter_hz, s.counter_hz / 1e6));
   add("ordering", s.ordering);
   add("kernel_clocksource", s.kernel_clocksource);
   add("vdso", s.has_vdso ? "yes" : "no (every kernel call is a system call)");
   add("trust", s.trust_note);
-  add("tick", strformat("%.3f ms", static_cast<double>(s.tick_ns) / 1e6));
+  add("tick", tool::strformat("%.3f ms", static_cast<double>(s.tick_ns) / 1e6));
   add("updates", std::to_string(s.updates));
   add("update_age", s.update_age_ns < 0
                         ? "never updated"
-                        : strformat("%.3f ms", static_cast<double>(s.update_age_ns) / 1e6));
+                        : tool::strformat("%.3f ms", static_cast<double>(s.update_age_ns) / 1e6));
   add("error_monotonic", signed_ns(s.error_mono_ns) + " (last timekeeper sample)");
   add("error_monotonic_raw", signed_ns(s.error_raw_ns));
-  add("sample_bracket", strformat("%lld ns", static_cast<long long>(s.bracket_ns)));
-  add("rate_vs_counter", strformat("%+lld ppb", static_cast<long long>(s.freq_ppb)));
+  add("sample_bracket", tool::strformat("%lld ns", static_cast<long long>(s.bracket_ns)));
+  add("rate_vs_counter", tool::strformat("%+lld ppb", static_cast<long long>(s.freq_ppb)));
   add("sync_status", sync_status_name(s.sync_status));
-  add("bound", s.bound_ns < 0
-                   ? std::string("none (unknown)")
-                   : strformat("+-%lld ns (vclock bound)", static_cast<long long>(s.bound_ns)));
+  add("bound", s.bound_ns < 0 ? std::string("none (unknown)")
+                              : tool::strformat("+-%lld ns (vclock bound)",
+                                                static_cast<long long>(s.bound_ns)));
   add("offset_realtime", signed_ns(s.offset_realtime_ns) + " (vclock - kernel, measured now)");
   add("offset_monotonic", signed_ns(s.offset_monotonic_ns));
   add("offset_monotonic_raw", signed_ns(s.offset_raw_ns));
@@ -70,7 +72,7 @@ void print_text(const status_snapshot& s) {
 // agree.
 void print_json(const status_snapshot& s) {
   const std::string absent = s.page.empty() ? "" : page_absence(s.page);
-  json_writer j;
+  tool::json_writer j;
   j.begin_object()
       .field("command", "status")
       .field("source", s.source)
@@ -119,12 +121,12 @@ void print_json(const status_snapshot& s) {
 int run_status(std::span<char* const> args) {
   bool json = false;
   std::int64_t pid = 0;
-  option_parser parser("status");
+  tool::option_parser parser("status");
   parser.add_flag("--json", &json, "print one JSON object instead of a table");
   parser.add_int("pid", "P", 1, 4'194'304, &pid,
                  "another process: has it the shim or the library, which page does it read");
   if (!parser.parse(args)) {
-    return usage_error("status", parser.error());
+    return tool::usage_error("status", parser.error());
   }
   if (parser.help_requested()) {
     std::printf(
@@ -134,16 +136,16 @@ int run_status(std::span<char* const> args) {
         "source, page, mode, counter frequency, ordering instruction, age of the last\n"
         "update and the measured offset to the kernel's clocks.\n\n%s",
         calibration_wait_ms, parser.options_help().c_str());
-    return exit_ok;
+    return tool::exit_ok;
   }
   if (pid != 0) {
     const process_clock_status p = inspect_process(static_cast<pid_t>(pid));
     if (!p.error.empty()) {
       std::fprintf(stderr, "vclock: status: %s\n", p.error.c_str());
-      return exit_check_failed;
+      return tool::exit_check_failed;
     }
     print_process_status(static_cast<pid_t>(pid), p, json);
-    return exit_ok;
+    return tool::exit_ok;
   }
   const status_snapshot s = read_status(calibration_wait_ms);
   if (json) {
@@ -151,7 +153,7 @@ int run_status(std::span<char* const> args) {
   } else {
     print_text(s);
   }
-  return exit_ok;
+  return tool::exit_ok;
 }
 
 }  // namespace vclock::cli
