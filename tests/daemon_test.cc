@@ -61,11 +61,7 @@ class mapped_page {
   // One MONOTONIC reading the way the library makes it: fast path, else careful path.
   std::int64_t monotonic() const {
     using vclock::arch::counter_ordering;
-#if defined(__x86_64__)
-    constexpr counter_ordering ordered = counter_ordering::mfence;
-#else
-    constexpr counter_ordering ordered = counter_ordering::ordered;
-#endif
+    constexpr counter_ordering ordered = vclock::arch::strongest_ordering;
     return vclock::detail::read_fast<clock_kind::monotonic>(
         *p_, [] { return vclock::arch::read_counter<ordered>(); },
         [this] {
