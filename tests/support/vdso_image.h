@@ -118,7 +118,7 @@ inline std::uintptr_t find_vdso_symbol(const void* ehdr_ptr, std::string_view na
   const std::uint32_t nbuckets = gnu_hash[0];
   const std::uint32_t symoffset = gnu_hash[1];
   const std::uint32_t bloom_size = gnu_hash[2];
-  const auto* buckets = gnu_hash + 4 + bloom_size * 2;  // 64-bit bloom words
+  const auto* buckets = gnu_hash + 4 + std::size_t{bloom_size} * 2;  // 64-bit bloom words
   const auto* chain = buckets + nbuckets;
   std::uint32_t i = buckets[h % nbuckets];
   if (i < symoffset) return 0;
