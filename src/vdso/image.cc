@@ -21,7 +21,8 @@ struct timezone;
 extern "C" {
 // The image's own ELF header, placed by the linker: its address is the load
 // base, reached PC-relative (no relocation).
-extern const char __ehdr_start[];  // NOLINT(bugprone-reserved-identifier)
+extern const char __ehdr_start[];  // NOLINT(bugprone-reserved-identifier,readability-identifier-naming):
+                                   // the linker names it
 }
 
 namespace vclock::vdso {
