@@ -53,7 +53,12 @@ struct config_page {
   image_config config;
   image_stats stats;
 };
-static_assert(sizeof(config_page) <= config_page_size);
+// The second half of the page belongs to the image: its linker script puts
+// the one variable it writes (reader.h's stuck_writer_seq) at
+// config_page_size - image_rw_offset before its ELF header. The installer
+// leaves it zero.
+inline constexpr std::uint64_t image_rw_offset = 2048;
+static_assert(sizeof(config_page) <= image_rw_offset);
 
 }  // namespace vclock::vdso
 
