@@ -10,6 +10,15 @@
 #include "vclock/detail/inline_reader.h"
 #include "vclock/page.h"
 
+// The word packs the ordering into the page address's low bits.
+static_assert(alignof(vclock::page) >= vclock::page_bytes);
+static_assert([] {
+  for (const auto o : vclock::arch::ordered_variants) {
+    if (static_cast<std::uintptr_t>(o) > vclock::detail::inline_ordering_mask) return false;
+  }
+  return true;
+}());
+
 extern "C" VCLOCK_API std::uintptr_t vclock_detail_inline_word(unsigned abi_major) noexcept {
   // A header of another page ABI major would read fields that moved: it
   // gets 0 and takes the call path for good.
