@@ -1,6 +1,8 @@
 // vclock's std::chrono clocks. Each meets Cpp17TrivialClock, counts
-// nanoseconds, and has a noexcept now() that costs one vclock_gettime_ns()
-// call: a counter read and a multiply, no system call.
+// nanoseconds, and has a noexcept now(): a counter read and a multiply, no
+// system call, read inline from the library's page (no call, no PLT) and
+// calling vclock_gettime_ns() only where the page cannot answer
+// (detail/inline_reader.h). Define VCLOCK_NO_INLINE_READER to always call.
 //
 //   vclock::steady_clock          CLOCK_MONOTONIC (is_steady)
 //   vclock::system_clock          CLOCK_REALTIME, to/from time_t and
@@ -17,15 +19,55 @@
 #define VCLOCK_VCLOCK_HPP_
 
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 
 #include "vclock/vclock.h"
+#if !defined(VCLOCK_NO_INLINE_READER)
+#  include "vclock/detail/inline_reader.h"
+#endif
 
 namespace vclock {
 inline namespace v1 {
 namespace clock_impl {
 
 enum class order { ordered, relaxed };
+
+#if !defined(VCLOCK_NO_INLINE_READER)
+// The page's clock for `id`, or -1 where the page does not serve it.
+constexpr int page_kind_of(clockid_t id) noexcept {
+  using detail::clock_kind;
+  switch (id) {
+    case CLOCK_REALTIME:
+      return static_cast<int>(clock_kind::realtime);
+    case CLOCK_MONOTONIC:
+      return static_cast<int>(clock_kind::monotonic);
+    case CLOCK_MONOTONIC_RAW:
+      return static_cast<int>(clock_kind::monotonic_raw);
+    case CLOCK_BOOTTIME:
+      return static_cast<int>(clock_kind::boottime);
+    case CLOCK_TAI:
+      return static_cast<int>(clock_kind::tai);
+    case CLOCK_REALTIME_COARSE:
+      return static_cast<int>(clock_kind::realtime_coarse);
+    case CLOCK_MONOTONIC_COARSE:
+      return static_cast<int>(clock_kind::monotonic_coarse);
+    default:
+      return -1;
+  }
+}
+#endif
+
+// The called reader, whatever the header's configuration: what the inline
+// one falls back to, and what tests compare it with.
+template <clockid_t Id, order O>
+inline std::int64_t called_now_ns() noexcept {
+  if constexpr (O == order::ordered) {
+    return vclock_gettime_ns(Id);
+  } else {
+    return vclock_gettime_ns_relaxed(Id);
+  }
+}
 
 // One clock: `Id` read with ordering `O`. `Steady` is true for the clocks
 // that never step back.
@@ -38,11 +80,14 @@ struct basic_clock {
   static constexpr bool is_steady = Steady;
 
   static time_point now() noexcept {
-    if constexpr (O == order::ordered) {
-      return time_point(duration(vclock_gettime_ns(Id)));
-    } else {
-      return time_point(duration(vclock_gettime_ns_relaxed(Id)));
+#if !defined(VCLOCK_NO_INLINE_READER)
+    constexpr int kind = page_kind_of(Id);
+    if constexpr (kind >= 0) {
+      return time_point(duration(
+          detail::inline_now_ns<static_cast<detail::clock_kind>(kind), O == order::ordered>()));
     }
+#endif
+    return time_point(duration(called_now_ns<Id, O>()));
   }
 };
 

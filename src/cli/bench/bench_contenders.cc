@@ -344,8 +344,16 @@ std::uint64_t reader_timespec_call() noexcept {
 }
 
 #if defined(VCLOCK_BENCH_HAVE_HPP)
+// Inline readers (vclock.hpp reads the page itself: no call, no PLT).
 std::uint64_t vclock_steady_now() noexcept {
   return static_cast<std::uint64_t>(vclock::steady_clock::now().time_since_epoch().count());
+}
+std::uint64_t vclock_relaxed_steady_now() noexcept {
+  return static_cast<std::uint64_t>(
+      vclock::relaxed::steady_clock::now().time_since_epoch().count());
+}
+std::uint64_t vclock_system_now() noexcept {
+  return static_cast<std::uint64_t>(vclock::system_clock::now().time_since_epoch().count());
 }
 #endif
 
@@ -557,6 +565,8 @@ std::vector<contender> hot_contenders() {
   }
 #if defined(VCLOCK_BENCH_HAVE_HPP)
   out.push_back(make<vclock_steady_now>("c++", "vclock::steady_clock::now"));
+  out.push_back(make<vclock_relaxed_steady_now>("c++", "vclock::relaxed::steady_clock::now"));
+  out.push_back(make<vclock_system_now>("c++", "vclock::system_clock::now"));
 #endif
 #if defined(VCLOCK_HAVE_ABSL)
   out.push_back(make<absl_now>("absl", "absl::GetCurrentTimeNanos"));
