@@ -113,7 +113,7 @@ struct alignas(64) page_header {
 //                Each clock's time is stored, not its offset from MONOTONIC:
 //                a reader then adds one value to the elapsed time, and the
 //                split of a timespec read into seconds starts from a load,
-//                not from a sum (measured: 0.2 ns per REALTIME timespec).
+//                not from a sum (docs/performance.md, "Why the code is shaped so").
 //   raw_ns       CLOCK_MONOTONIC_RAW at cycle_last. Never decreases.
 //   raw_mult     MONOTONIC_RAW ns per tick, same shift.
 //   shift        fixed-point shift for mult and raw_mult (<= 32).

@@ -134,9 +134,9 @@ std::int64_t gettime_ns(clockid_t clock) noexcept {
 // TAI's timespec keeps one value more than the other clocks across the
 // checks (its whole seconds, added after the split), one more than the
 // caller-saved registers: a one-register frame, kept in a function of its
-// own so that the paths beside it stay leaves. Measured: 1 ns faster than
-// the frameless alternative, which multiplies the seconds into the
-// nanoseconds before the split.
+// own so that the paths beside it stay leaves. That is faster than the
+// frameless alternative, which multiplies the seconds into the
+// nanoseconds before the split (docs/performance.md, "Why the code is shaped so").
 template <counter_ordering O>
 [[gnu::noinline]] int tai_timespec(timespec* ts) noexcept {
   return now_into<clock_kind::tai, O>(ts);

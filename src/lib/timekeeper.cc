@@ -779,7 +779,7 @@ std::uint64_t timekeeper::switch_point_after_close(std::uint64_t c) noexcept {
 // kernel's time at c. A writer preempted in between would set the bases
 // ahead of the kernel by as long as it was off the CPU, which the
 // discipline, never stepping back, slews away at max_correction: 10 s per
-// ms (a fork child in a busy CI run once answered 56 us ahead). So a try
+// ms (docs/performance.md, "Why the code is shaped so"). So a try
 // whose counter bracket is wider than the narrowest samples (twice their
 // width: two kernel reads) is made again from a fresh counter read, and
 // the narrowest is kept. Readers do not wait meanwhile

@@ -135,8 +135,8 @@ struct virtual_parts {
   // A host base before the anchor (a host line older than the piece, when
   // two changes come within a host tick) is declined rather than computed
   // signed: unsigned, the product is one multiply in few registers, which
-  // keeps the entry points' rate path 0.6-0.9 ns shorter (bench, 2-core
-  // AMD EPYC KVM, lfence;rdtsc).
+  // keeps the entry points' rate path shorter (docs/performance.md, "Why
+  // the code is shaped so").
   const std::uint64_t span =
       static_cast<std::uint64_t>(h.base) - static_cast<std::uint64_t>(a.host_ns);
   if (span > INT64_MAX) return {-1, 0};

@@ -126,9 +126,9 @@ template <clock_kind K>
 struct as_ns {
   using result = std::int64_t;
   using prepared = std::int64_t;
-  // TAI's whole seconds join the base early (measured: 0.2-0.3 ns less
-  // than after the checks, where the multiply competes with the elapsed
-  // time's).
+  // TAI's whole seconds join the base early: after the checks, their
+  // multiply would compete with the elapsed time's (docs/performance.md,
+  // "Why the code is shaped so").
   [[gnu::always_inline]] static prepared prepare(std::int64_t base,
                                                  std::int64_t whole_seconds) noexcept {
     return base + whole_seconds * ns_per_s;
@@ -145,7 +145,7 @@ struct as_ns {
 // read's multiply), and the elapsed time (< 1 s: the timekeeper keeps
 // max_delta under half a second) needs one conditional carry. TAI's whole
 // seconds are added to the seconds, not to the nanoseconds before the
-// split (measured: 1 ns less per TAI timespec). Page clocks are never
+// split, which is shorter (docs/performance.md, "Why the code is shaped so"). Page clocks are never
 // negative (the kernel refuses to set REALTIME before 1970), so there is no
 // sign fix-up ("can't ever see nsec < 0").
 struct as_timespec {
@@ -210,8 +210,8 @@ template <clock_kind K, class Out = as_ns, class Counter>
     // live across it (the counter read clobbers rax, rdx and, for rdtscp,
     // rcx): no callee-saved register, no stack frame. It costs no latency:
     // an ordered read waits for earlier instructions, not later ones, so
-    // these L1 hits run while the counter is read (measured: 0.25 ns less
-    // per call than loading them first). The seqlock still holds: they
+    // these L1 hits run while the counter is read (docs/performance.md,
+    // "Why the code is shaped so"). The seqlock still holds: they
     // are loaded after `seq` and before `seq_after`.
     const std::uint64_t cycle_last = load(l.cycle_last);
     const std::uint64_t max_delta = load(l.max_delta);
