@@ -7,11 +7,7 @@
 #include <iterator>
 
 #include "vclock/detail/arch.h"
-
-// For what runs inside an ifunc resolver: during relocation, before any
-// sanitizer runtime is up, and maybe before the TLS the stack protector reads.
-#define VCLOCK_RESOLVER_SAFE \
-  __attribute__((no_sanitize("address", "thread", "undefined"), no_stack_protector))
+#include "vclock/detail/arch/cpu_features.h"  // VCLOCK_RESOLVER_SAFE
 
 namespace vclock {
 
