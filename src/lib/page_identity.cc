@@ -6,10 +6,7 @@
 #include <cstring>
 
 #include "lib/small_file.h"
-
-#if defined(__x86_64__)
-#  include <cpuid.h>
-#endif
+#include "vclock/detail/arch/cpu_features.h"
 
 namespace vclock {
 namespace {
@@ -19,43 +16,6 @@ int hex_digit(char c) noexcept {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-void read_counter_identity(machine_identity& id) noexcept {
-#if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  // The cast: GCC's cpuid.h returns unsigned, clang's int.
-  const auto max_leaf = static_cast<unsigned>(__get_cpuid_max(0, nullptr));
-  if (max_leaf == 0) return;
-  __cpuid(0, a, b, c, d);
-  std::memcpy(id.counter_vendor + 0, &b, 4);  // "Genu" "ineI" "ntel": ebx, edx, ecx
-  std::memcpy(id.counter_vendor + 4, &d, 4);
-  std::memcpy(id.counter_vendor + 8, &c, 4);
-  __cpuid(1, a, b, c, d);
-  id.counter_signature = a;
-  // The TSC's nominal rate: CPUID 0x15 (crystal ratio, Intel), else the
-  // hypervisor's timing leaf 0x40000010 (kHz; KVM, VMware). Information
-  // only: the rate in use is always measured.
-  if (max_leaf >= 0x15) {
-    __cpuid(0x15, a, b, c, d);
-    if (a != 0 && b != 0 && c != 0) {
-      id.counter_nominal_hz = std::uint64_t{c} * b / a;
-    }
-  }
-  if (id.counter_nominal_hz == 0) {
-    __cpuid(1, a, b, c, d);
-    const bool hypervisor = (c & (1u << 31)) != 0;
-    if (hypervisor) {
-      __cpuid(0x40000000, a, b, c, d);
-      if (a >= 0x40000010) {
-        __cpuid(0x40000010, a, b, c, d);
-        id.counter_nominal_hz = std::uint64_t{a} * 1000;
-      }
-    }
-  }
-#else
-  (void)id;
-#endif
 }
 
 }  // namespace
@@ -84,7 +44,10 @@ machine_identity read_machine_identity() noexcept {
   char text[64];
   const std::size_t n = read_small_file("/proc/sys/kernel/random/boot_id", text, sizeof(text));
   id.have_boot_id = parse_boot_id(text, static_cast<std::uint32_t>(n), id.boot_id);
-  read_counter_identity(id);
+  const arch::counter_identity counter = arch::read_counter_identity();
+  std::memcpy(id.counter_vendor, counter.vendor, sizeof(id.counter_vendor));
+  id.counter_signature = counter.signature;
+  id.counter_nominal_hz = counter.nominal_hz;
   return id;
 }
 
