@@ -81,7 +81,6 @@ arch_debt=(
   src/cli/cpu.cc
   src/cli/cpu.h
   src/cli/measure/warp.cc
-  src/lib/trust.cc
   src/shim/preload.cc
   src/shim/shim_stats.h
   src/shim/startup_environment.cc

@@ -7,10 +7,7 @@
 
 #include "lib/small_file.h"
 #include "vclock/detail/arch.h"
-
-#if defined(__x86_64__)
-#  include <cpuid.h>
-#endif
+#include "vclock/detail/arch/cpu_features.h"
 
 namespace vclock {
 namespace {
@@ -26,18 +23,6 @@ void set_note(trust_verdict& v, const char* text) noexcept {
   std::snprintf(v.note, sizeof(v.note), "%s", text);
 }
 
-bool cpu_has_invariant_counter() noexcept {
-#if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  // The cast: GCC's cpuid.h returns unsigned, clang's int.
-  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
-  __cpuid(0x80000007u, a, b, c, d);
-  return (d & (1u << 8)) != 0;  // Advanced Power Management: invariant TSC
-#else
-  return false;
-#endif
-}
-
 bool env_is(const char* name, const char* value) noexcept {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
@@ -49,7 +34,7 @@ trust_verdict decide_trust() noexcept {
   trust_verdict v;
   read_first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", v.clocksource,
                   sizeof(v.clocksource));
-  v.invariant_counter = cpu_has_invariant_counter();
+  v.invariant_counter = arch::counter_is_invariant();
   if (env_is("VCLOCK_DISABLE", "1")) {
     v.reason = fallback_reason::disabled;
     set_note(v, "VCLOCK_DISABLE=1: every call goes to the kernel");
