@@ -78,8 +78,6 @@ arch_debt=(
   bench/clock_benchmark.cc
   src/cli/bench/bench_contenders.cc
   src/cli/bench/bench_contenders.h
-  src/cli/cpu.cc
-  src/cli/cpu.h
   src/cli/measure/warp.cc
   src/shim/preload.cc
   src/shim/shim_stats.h

@@ -3,9 +3,6 @@
 
 #include <sched.h>
 #include <time.h>
-#if defined(__x86_64__)
-#  include <cpuid.h>
-#endif
 
 #include <chrono>
 #include <fstream>
@@ -13,6 +10,7 @@
 #include <thread>
 
 #include "lib/kernel_clock.h"
+#include "vclock/detail/arch/cpu_features.h"
 
 namespace vclock::cli {
 
@@ -49,14 +47,7 @@ bool pin_current_thread(int cpu) {
   return sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
-bool has_rdtscp() {
-#if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(0x80000001u, &a, &b, &c, &d) != 0 && (d & (1u << 27)) != 0;
-#else
-  return false;
-#endif
-}
+bool has_rdtscp() { return arch::has_rdtscp(); }
 
 std::int64_t raw_now_ns() {
   timespec ts{};

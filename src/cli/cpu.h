@@ -32,15 +32,10 @@ double counter_hz_or_measure(double calibrated_hz, int measure_ms);
 // independent of both the library under test and of NTP slewing.
 std::int64_t raw_now_ns();
 
-// The counter read that brackets a single timed call. LFENCE (or the
-// generic header's ordered read) waits until every earlier instruction,
-// the call included, has completed.
+// The counter read that brackets a single timed call: it waits until every
+// earlier instruction, the call included, has completed.
 [[gnu::always_inline]] inline std::uint64_t ticks() noexcept {
-#if defined(__x86_64__)
-  return arch::read_counter<arch::counter_ordering::lfence>().value;
-#else
-  return arch::read_counter<arch::counter_ordering::ordered>().value;
-#endif
+  return arch::read_counter<arch::bracket_ordering>().value;
 }
 
 }  // namespace vclock::cli
