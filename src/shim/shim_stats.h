@@ -23,6 +23,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "vclock/detail/arch.h"
+
 namespace vclock::shim {
 
 inline constexpr const char* stats_env = "VCLOCK_SHIM_STATS";
@@ -48,17 +50,10 @@ struct alignas(64) thread_counts {
 extern __thread thread_counts* this_thread_counts __attribute__((tls_model("initial-exec")));
 inline constexpr std::uintptr_t no_slot = 1;
 
-// One more, as one instruction on x86-64: a signal handler that counts a
-// call of its own on this thread cannot fall between a load and a store
-// and be lost. (Elsewhere a relaxed load and store: such a count may be.)
-[[gnu::always_inline]] inline void bump(std::uint64_t& n) noexcept {
-#if defined(__x86_64__)
-  asm("addq $1, %0" : "+m"(n));
-#else
-  std::atomic_ref<std::uint64_t> a(n);
-  a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-#endif
-}
+// One more, as one instruction where the CPU has one: a signal handler
+// that counts a call of its own on this thread cannot fall between a load
+// and a store and be lost. (Elsewhere such a count may be.)
+[[gnu::always_inline]] inline void bump(std::uint64_t& n) noexcept { arch::increment_in_place(n); }
 
 // A thread without a slot of its own: takes one, or counts into the
 // shared total. Out of line and cold: once per thread.

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "vclock/detail/arch.h"
+
 namespace vclock::shim {
 namespace {
 
@@ -15,17 +17,7 @@ namespace {
 // middle of the dynamic linker's work.
 #define VCLOCK_SHIM_EARLY __attribute__((no_stack_protector))
 
-#if defined(__x86_64__)
-VCLOCK_SHIM_EARLY inline long raw_syscall(long number, long a, long b, long c) noexcept {
-  long result = 0;
-  asm volatile("syscall"
-               : "=a"(result)
-               : "a"(number), "D"(a), "S"(b), "d"(c)
-               : "rcx", "r11", "memory");
-  return result;
-}
-#  define VCLOCK_SHIM_HAVE_RAW_SYSCALL 1
-#endif
+using arch::raw_syscall;
 
 // One entry of the environment, fed byte by byte across read()s.
 class entry_matcher {
@@ -70,11 +62,14 @@ class entry_matcher {
 int settings_word = 0;
 
 VCLOCK_SHIM_EARLY int scan() noexcept {
-#if defined(VCLOCK_SHIM_HAVE_RAW_SYSCALL)
+  if constexpr (!arch::has_raw_syscall) {
+    return 1;
+  }
   entry_matcher stats("VCLOCK_SHIM_STATS=", false);
   entry_matcher disable("VCLOCK_DISABLE=1", true);
-  const long fd =
-      raw_syscall(SYS_open, reinterpret_cast<long>("/proc/self/environ"), O_RDONLY | O_CLOEXEC, 0);
+  // openat: the one every architecture has (arm64 and riscv have no open).
+  const long fd = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/environ"),
+                              O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 1;
   char buffer[1024];
   for (;;) {
@@ -87,9 +82,6 @@ VCLOCK_SHIM_EARLY int scan() noexcept {
   }
   raw_syscall(SYS_close, fd, 0, 0);
   return 1 + (stats.found() ? 1 : 0) + (disable.found() ? 2 : 0);
-#else
-  return 1;
-#endif
 }
 
 }  // namespace

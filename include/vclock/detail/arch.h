@@ -26,6 +26,17 @@
 //       shift and the reader does not load it.
 //   const char* ordering_name(counter_ordering) noexcept;
 //   void relax() noexcept;  spin-wait hint.
+//   void increment_in_place(std::uint64_t&) noexcept;  n + 1, as one
+//       instruction where the CPU has one (signal-safe on this thread).
+//   void flush_cache_line(const void*) noexcept;  evicts the line from
+//       every cache of every CPU (a no-op where there is no such thing);
+//   void flush_cache_lines_done() noexcept;  waits until the flushes are.
+//   inline constexpr bool has_raw_syscall;
+//   long raw_syscall(long number, long a, long b, long c) noexcept;  a
+//       system call without libc (no errno, no TLS); -errno on failure.
+//       false: raw_syscall returns -ENOSYS.
+// What the library asks the CPU beyond these (CPUID and the like) is in
+// arch/cpu_features.h, not included here.
 #ifndef VCLOCK_DETAIL_ARCH_H_
 #define VCLOCK_DETAIL_ARCH_H_
 

@@ -48,6 +48,21 @@ inline std::uint64_t read_counter_after_stores() noexcept {
 
 inline void relax() noexcept {}
 
+// A relaxed load and store: a signal handler that runs on this thread
+// between them loses its own increment.
+[[gnu::always_inline]] inline void increment_in_place(std::uint64_t& n) noexcept {
+  std::atomic_ref<std::uint64_t> a(n);
+  a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+// No cache flush here: a benchmark's "cold" read is as warm as the others.
+inline void flush_cache_line(const void*) noexcept {}
+inline void flush_cache_lines_done() noexcept {}
+
+// No system call without libc here: callers do without (-ENOSYS).
+inline constexpr bool has_raw_syscall = false;
+inline long raw_syscall(long, long, long, long) noexcept { return -38; }  // -ENOSYS
+
 inline const char* ordering_name(counter_ordering o) noexcept {
   return o == counter_ordering::none ? "relaxed" : "ordered";
 }

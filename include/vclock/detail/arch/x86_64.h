@@ -73,6 +73,31 @@ inline std::uint64_t read_counter_after_stores() noexcept {
 
 inline void relax() noexcept { asm volatile("pause" ::: "memory"); }
 
+// One instruction: a signal handler that runs on this thread cannot fall
+// between a load and a store and have its own increment lost.
+[[gnu::always_inline]] inline void increment_in_place(std::uint64_t& n) noexcept {
+  asm("addq $1, %0" : "+m"(n));
+}
+
+// CLFLUSH evicts the line from every cache level of every CPU; MFENCE
+// waits until every earlier flush is done. For benchmarks of a cold read.
+inline void flush_cache_line(const void* p) noexcept {
+  asm volatile("clflush %0" : : "m"(*static_cast<const char*>(p)) : "memory");
+}
+inline void flush_cache_lines_done() noexcept { asm volatile("mfence" ::: "memory"); }
+
+// A system call without libc (no errno, no TLS, no PLT): for what runs in
+// the middle of the dynamic linker's work. -errno on failure.
+inline constexpr bool has_raw_syscall = true;
+[[gnu::always_inline]] inline long raw_syscall(long number, long a, long b, long c) noexcept {
+  long result = 0;
+  asm volatile("syscall"
+               : "=a"(result)
+               : "a"(number), "D"(a), "S"(b), "d"(c)
+               : "rcx", "r11", "memory");
+  return result;
+}
+
 inline const char* ordering_name(counter_ordering o) noexcept {
   switch (o) {
     case counter_ordering::none:
