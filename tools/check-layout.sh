@@ -79,7 +79,6 @@ arch_debt=(
   src/cli/bench/bench_contenders.cc
   src/cli/bench/bench_contenders.h
   src/cli/measure/warp.cc
-  src/shim/preload.cc
   tests/api_test.cc
 )
 arch_test='^[[:space:]]*#[[:space:]]*(if|elif|ifdef|ifndef).*__(x86_64|amd64|i386|aarch64|arm|arm64|ARM_ARCH|riscv|powerpc64|s390x)__'

@@ -223,10 +223,12 @@ struct chosen_functions {
   time_fn time;
 };
 
-template <counter_ordering O>
-chosen_functions counting_functions_for() noexcept {
-  return {counting_gettime<O>, vclock_getres, counting_gettimeofday<O>, counting_time};
-}
+struct counting_set {
+  template <counter_ordering O>
+  VCLOCK_RESOLVER_SAFE static chosen_functions make() noexcept {
+    return {counting_gettime<O>, vclock_getres, counting_gettimeofday<O>, counting_time};
+  }
+};
 
 // Counting: vclock's entry points for this CPU's ordering where a page (or
 // a namespace) serves, else (no page, or VCLOCK_DISABLE=1) the kernel's,
@@ -240,19 +242,7 @@ chosen_functions counting_functions() noexcept {
   const detail::entry_points ep = ordered();
   vclock_gettime_target.store(ep.gettime_or_efault, std::memory_order_relaxed);
   vclock_gettimeofday_target.store(ep.gettimeofday, std::memory_order_relaxed);
-  switch (chosen_ordering()) {
-#if defined(__x86_64__)
-    case counter_ordering::mfence:
-      return counting_functions_for<counter_ordering::mfence>();
-    case counter_ordering::rdtscp:
-      return counting_functions_for<counter_ordering::rdtscp>();
-    default:
-      return counting_functions_for<counter_ordering::lfence>();
-#else
-    default:
-      return counting_functions_for<counter_ordering::ordered>();
-#endif
-  }
+  return for_ordering<counting_set>(chosen_ordering());
 }
 
 // Until the runtime's constructor has attached to a daemon's page (and
