@@ -76,8 +76,6 @@ done < <(find include src -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc
 # no longer needs to be on it.
 arch_debt=(
   bench/clock_benchmark.cc
-  src/cli/bench/bench_contenders.cc
-  src/cli/bench/bench_contenders.h
   src/cli/measure/warp.cc
   tests/api_test.cc
 )

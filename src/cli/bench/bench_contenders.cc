@@ -24,6 +24,7 @@
 #include "timens/store.h"
 #include "timens/time_options.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/arch/cpu_features.h"
 #include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 #if __has_include("vclock/vclock.hpp")
@@ -427,23 +428,27 @@ void add_all_clocks(std::vector<contender>& out, bool all_forms) {
   add_clock<CLOCK_REALTIME_COARSE>(out, "REALTIME_COARSE", all_forms);
 }
 
-void add_counters(std::vector<contender>& out) {
-#if defined(__x86_64__)
-  using arch::counter_ordering;
-  using arch::ordering_name;
-  out.push_back(
-      make<bare_counter<counter_ordering::none>>("counter", ordering_name(counter_ordering::none)));
-  out.push_back(make<bare_counter<counter_ordering::lfence>>(
-      "counter", ordering_name(counter_ordering::lfence)));
-  out.push_back(make<bare_counter<counter_ordering::mfence>>(
-      "counter", ordering_name(counter_ordering::mfence)));
-  if (has_rdtscp()) {
-    out.push_back(make<bare_counter<counter_ordering::rdtscp>>(
-        "counter", ordering_name(counter_ordering::rdtscp)));
+// Every ordered read this CPU can execute, in arch::ordered_variants' order.
+template <std::size_t I = 0>
+void add_ordered_counters(std::vector<contender>& out) {
+  if constexpr (I < std::size(arch::ordered_variants)) {
+    constexpr arch::counter_ordering o = arch::ordered_variants[I];
+    if (arch::ordering_available(o)) {
+      out.push_back(make<bare_counter<o>>("counter", arch::ordering_name(o)));
+    }
+    add_ordered_counters<I + 1>(out);
   }
-#else
-  out.push_back(make<bare_counter<arch::counter_ordering::none>>("counter", arch::counter_name));
-#endif
+}
+
+void add_counters(std::vector<contender>& out) {
+  if constexpr (arch::has_counter) {
+    using arch::counter_ordering;
+    out.push_back(make<bare_counter<counter_ordering::none>>(
+        "counter", arch::ordering_name(counter_ordering::none)));
+    add_ordered_counters(out);
+  } else {
+    out.push_back(make<bare_counter<arch::counter_ordering::none>>("counter", arch::counter_name));
+  }
 }
 
 template <arch::counter_ordering O>
@@ -457,28 +462,23 @@ void add_floor_reads(std::vector<contender>& out) {
       "floor", "vclock's reader, no dispatch (" + read + "), timespec"));
 }
 
+struct floor_set {
+  using adder = void (*)(std::vector<contender>&);
+  template <arch::counter_ordering O>
+  static adder make() noexcept {
+    return add_floor_reads<O>;
+  }
+};
+
 // The floor rows, with the ordering the library's ordered entry points use:
 // the same choice as the ifunc resolvers in src/lib/api.cc.
 void add_floor(std::vector<contender>& out) {
   out.push_back(make<call_ret>("floor", "call+ret"));
-#if defined(__x86_64__)
-  // The relaxed entry points' floor: the bare rdtsc.
-  add_floor_reads<arch::counter_ordering::none>(out);
-  using arch::counter_ordering;
-  switch (chosen_ordering()) {
-    case counter_ordering::mfence:
-      add_floor_reads<counter_ordering::mfence>(out);
-      break;
-    case counter_ordering::rdtscp:
-      add_floor_reads<counter_ordering::rdtscp>(out);
-      break;
-    default:
-      add_floor_reads<counter_ordering::lfence>(out);
-      break;
+  if constexpr (arch::has_counter) {
+    // The relaxed entry points' floor: the bare counter read.
+    add_floor_reads<arch::counter_ordering::none>(out);
   }
-#else
-  add_floor_reads<arch::counter_ordering::ordered>(out);
-#endif
+  for_ordering<floor_set>(chosen_ordering())(out);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tool/args.h"
+#include "vclock/detail/arch.h"
 
 namespace vclock::cli {
 
@@ -35,15 +36,13 @@ class flush_set {
     parts_.push_back(tool::strformat("%s (%zu B)", what.c_str(), bytes));
   }
 
-  // CLFLUSH evicts the line from every cache level of every CPU; MFENCE
-  // waits until all of them are done, before the timed call starts.
+  // Evicts every line from every cache level of every CPU, and waits until
+  // all of them are gone, before the timed call starts.
   void evict() const noexcept {
-#if defined(__x86_64__)
     for (const char* p : lines_) {
-      asm volatile("clflush %0" : : "m"(*p) : "memory");
+      arch::flush_cache_line(p);
     }
-    asm volatile("mfence" ::: "memory");
-#endif
+    arch::flush_cache_lines_done();
   }
 
   std::size_t lines() const { return lines_.size(); }
