@@ -76,7 +76,6 @@ done < <(find include src -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc
 # no longer needs to be on it.
 arch_debt=(
   bench/clock_benchmark.cc
-  src/cli/measure/warp.cc
   tests/api_test.cc
 )
 arch_test='^[[:space:]]*#[[:space:]]*(if|elif|ifdef|ifndef).*__(x86_64|amd64|i386|aarch64|arm|arm64|ARM_ARCH|riscv|powerpc64|s390x)__'

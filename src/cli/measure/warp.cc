@@ -208,13 +208,14 @@ std::vector<reader> readers() {
   if (vdso_gettime != nullptr) {
     out.push_back(make_reader<read_vdso>("__vdso_clock_gettime", false, false));
   }
-#if defined(__x86_64__)
-  using arch::counter_ordering;
-  out.push_back(make_reader<read_bare<counter_ordering::none>>(
-      arch::ordering_name(counter_ordering::none), false, true));
-  out.push_back(make_reader<read_bare<counter_ordering::lfence>>(
-      arch::ordering_name(counter_ordering::lfence), false, true));
-#endif
+  // The bare counter, relaxed and with the default ordering, where there is
+  // one (the generic "counter" is the kernel's clock, already measured).
+  if constexpr (arch::has_counter) {
+    constexpr arch::counter_ordering relaxed = arch::counter_ordering::none;
+    constexpr arch::counter_ordering ordered = arch::ordered_variants[0];
+    out.push_back(make_reader<read_bare<relaxed>>(arch::ordering_name(relaxed), false, true));
+    out.push_back(make_reader<read_bare<ordered>>(arch::ordering_name(ordered), false, true));
+  }
   return out;
 }
 
