@@ -111,13 +111,15 @@ void register_all() {
   }
   add<libc_ts<CLOCK_MONOTONIC>>("libc_clock_gettime/MONOTONIC");
   add<std_steady_now>("std::chrono::steady_clock::now");
-#if defined(__x86_64__)
-  using vclock::arch::counter_ordering;
-  add<counter<counter_ordering::none>>("rdtsc");
-  add<counter<counter_ordering::lfence>>("lfence;rdtsc");
-#else
-  add<counter<vclock::arch::counter_ordering::none>>("counter");
-#endif
+  namespace arch = vclock::arch;
+  if constexpr (arch::has_counter) {
+    constexpr arch::counter_ordering relaxed = arch::counter_ordering::none;
+    constexpr arch::counter_ordering ordered = arch::ordered_variants[0];
+    add<counter<relaxed>>(arch::ordering_name(relaxed));
+    add<counter<ordered>>(arch::ordering_name(ordered));
+  } else {
+    add<counter<arch::counter_ordering::none>>("counter");
+  }
 }
 
 }  // namespace

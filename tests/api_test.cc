@@ -16,9 +16,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#  include <cpuid.h>
-#endif
 
 #include <chrono>
 #include <climits>
@@ -35,6 +32,7 @@
 #include "lib/status.h"
 #include "support/child_process.h"
 #include "support/realtime_steps.h"
+#include "vclock/detail/arch/cpu_features.h"
 #include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
@@ -255,17 +253,13 @@ TEST(Api, TimespecIsNormalised) {
 // The ordered reads this CPU can execute: the ifunc binds one of them, and the others would
 // otherwise never run here (tested on every machine, not only on the one that chooses them).
 std::vector<vclock::arch::counter_ordering> ordered_variants() {
-#if defined(__x86_64__)
-  using vclock::arch::counter_ordering;
-  std::vector<counter_ordering> v{counter_ordering::lfence, counter_ordering::mfence};
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(0x80000001u, &a, &b, &c, &d) != 0 && (d & (1u << 27)) != 0) {
-    v.push_back(counter_ordering::rdtscp);  // CPUID: RDTSCP
+  std::vector<vclock::arch::counter_ordering> v;
+  for (const vclock::arch::counter_ordering o : vclock::arch::ordered_variants) {
+    if (vclock::arch::ordering_available(o)) {
+      v.push_back(o);  // e.g. RDTSCP only where CPUID says so
+    }
   }
   return v;
-#else
-  return {vclock::arch::counter_ordering::ordered};
-#endif
 }
 
 // Each variant of vclock_gettime_ns, vclock_gettime and vclock_gettimeofday, called
