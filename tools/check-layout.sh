@@ -70,10 +70,10 @@ done < <(find include src -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc
 
 # Architecture tests (#if defined(__x86_64__), __aarch64__, ...) belong in the arch layer,
 # include/vclock/detail/arch.h and include/vclock/detail/arch/, so that a new architecture is
-# one header, not a hunt through the tree (issues 18 and 24). The files below still hold such
-# tests and are to move into the arch layer (a CPU-feature file in src/lib, the rest deciding
-# by arch::); the list may only shrink: a file not on it fails, and so does a listed file that
-# no longer needs to be on it.
+# one header, not a hunt through the tree (issues 18 and 24); everything else decides by
+# arch:: (CPU features: include/vclock/detail/arch/cpu_features.h). A file listed below may
+# still hold such a test; the list is empty and may only shrink: a file not on it fails, and
+# so does a listed file that no longer needs to be on it.
 arch_debt=(
 )
 arch_test='^[[:space:]]*#[[:space:]]*(if|elif|ifdef|ifndef).*__(x86_64|amd64|i386|aarch64|arm|arm64|ARM_ARCH|riscv|powerpc64|s390x)__'
