@@ -15,6 +15,7 @@
 
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/page_mode.h"
 
 namespace {
 
@@ -54,6 +55,7 @@ TEST(CoarseSaturation, VclockdsCoarseClocksLagNoMoreThanTheKernelsPlusOneMs) {
   const std::string page = dir.file("page");
   daemon_process d(VCLOCKD_PATH, {"--page", page}, dir.path());
   ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(vclock::test::wait_for_counter_mode(page)) << d.log();
   if (d.log().find("real-time scheduling: SCHED_FIFO") == std::string::npos) {
     d.stop(SIGTERM);
     GTEST_SKIP() << "vclockd could not take SCHED_FIFO (not root, or RLIMIT_RTPRIO 0): the "

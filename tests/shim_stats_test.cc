@@ -13,6 +13,7 @@
 
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/page_mode.h"
 
 namespace {
 
@@ -75,6 +76,7 @@ TEST(ShimStats, CountsEveryThreadsCallsEndedThreadsAndForkedChildrenIncluded) {
   const std::string stats = dir.file("stats");
   daemon_process d(VCLOCKD_PATH, {"--page", page, "--realtime", "off"}, dir.path());
   ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(vclock::test::wait_for_counter_mode(page)) << d.log();
 
   // 300 threads in waves of 100: the third wave finds 56 free slots and takes over 44.
   const probe_run r = run_probe(page, stats, "300", "1000", "5000");
@@ -100,6 +102,7 @@ TEST(ShimStats, CallsAStoppedDaemonsPageCannotAnswerAreForwarded) {
   const std::string stats = dir.file("stats");
   daemon_process d(VCLOCKD_PATH, {"--page", page, "--realtime", "off"}, dir.path());
   ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(vclock::test::wait_for_counter_mode(page)) << d.log();
   ASSERT_EQ(kill(d.pid(), SIGSTOP), 0);
   ASSERT_TRUE(d.wait_until_stopped(5s));
   std::this_thread::sleep_for(100ms);  // 25 ticks: far past the page's window of three

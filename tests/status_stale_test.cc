@@ -12,6 +12,7 @@
 
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/page_mode.h"
 
 namespace {
 
@@ -36,6 +37,7 @@ TEST(StatusStale, AStoppedDaemonsPageIsReportedAsTheReadersSeeIt) {
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, {"--page", path, "--realtime", "off"}, dir.path());
   ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(vclock::test::wait_for_counter_mode(path)) << d.log();
 
   const auto fresh = status_of(path);
   ASSERT_EQ(json_field(fresh.output, "source"), "\"shared\"") << fresh.output;

@@ -840,5 +840,99 @@ TEST(TimekeeperSim, NoisySamples) { run_scenario(noisy_samples()); }
 TEST(TimekeeperSim, WriterStalls) { run_scenario(writer_stalls()); }
 TEST(TimekeeperSim, PreemptedAtSwitchPoints) { run_scenario(preempted_at_switch_points()); }
 
+// Issue 20: counter mode only once the rate is good enough. Fresh
+// timekeepers (a process's first calibration) on this project's VM: samples
+// 40-110 ns wide (calls of 15-60 ns, a 2.1 GHz counter in steps of 21
+// ticks), the counter 37 ppm off nominal, the kernel's MONOTONIC -12 + 3.5
+// ppm. Held, for every seed: the rate of the first counter-mode publish
+// (the calibration's, published as is) within 0.5 ppm of the true one, and
+// the counter's answers over the first 100 ms of counter mode within 200 ns
+// of the kernel (the issue's figure for a fresh process). A timekeeper that
+// enters counter mode on a rate known to 20 ppm (the old bound) starts up to
+// several ppm off, which grows past 200 ns in those 100 ms.
+struct first_counter_mode {
+  std::int64_t entered_ns = -1;  // since start(); -1: never within the run
+  double rate_error = 0;         // |published / true - 1| at entry
+  std::int64_t max_error_ns = 0;
+  std::size_t readings = 0;  // counter answers in the first 100 ms
+};
+
+first_counter_mode fresh_start(std::uint64_t seed) {
+  counter_params counter;
+  counter.nominal_hz = 2.1e9;
+  counter.rate_ppm = 37;
+  counter.step_ticks = 21;
+  kernel_params kernel;
+  kernel.raw_ppm = -12;
+  kernel.ntp_ppm = 3.5;
+  noise_params noise;
+  noise.cost_min_ns = 15;
+  noise.cost_max_ns = 60;
+  world w(counter, kernel, noise, {}, seed);
+  const double true_ns_per_tick = (1 + kernel.raw_ppm * 1e-6) * (1 + kernel.ntp_ppm * 1e-6) * 1e9 /
+                                  (counter.nominal_hz * (1 + counter.rate_ppm * 1e-6));
+  auto p = std::make_unique<page>();
+  const timekeeper_config config;  // the production one: the bound under test
+  timekeeper tk(*p, w, config);
+  const std::int64_t started = w.now();
+  tk.start();
+  first_counter_mode r;
+  std::int64_t next_tick = w.now() + config.tick_ns;
+  std::int64_t next_read = w.now();
+  std::int64_t entered_at = -1;
+  const std::int64_t give_up = started + 10 * ns_per_s;
+  while (w.now() < give_up && (entered_at < 0 || w.now() < entered_at + 100 * ns_per_ms)) {
+    w.advance_to(std::min(next_tick, next_read));
+    if (next_tick <= w.now()) {
+      next_tick += config.tick_ns;
+      tk.tick();
+      if (entered_at < 0 && p->hot.max_delta != 0 && p->mode_reason == 0) {
+        entered_at = w.now();
+        r.entered_ns = entered_at - started;
+        const double published = std::ldexp(static_cast<double>(p->hot.mult), -p->hot.shift);
+        r.rate_error = std::fabs(published / true_ns_per_tick - 1);
+      }
+      continue;
+    }
+    next_read += 100 * ns_per_us;
+    if (entered_at < 0) continue;
+    bool kernel_called = false;
+    const auto counter_read = w.reader_counter(0);
+    const auto base_kernel = w.reader_kernel(CLOCK_MONOTONIC);
+    auto kernel_read = [&]() noexcept {
+      kernel_called = true;
+      return base_kernel();
+    };
+    const std::int64_t v =
+        detail::read_fast<clock_kind::monotonic>(*p, counter_read, [&]() noexcept {
+          return detail::read_careful<clock_kind::monotonic>(*p, counter_read, kernel_read);
+        });
+    if (kernel_called) continue;
+    ++r.readings;
+    r.max_error_ns = std::max(r.max_error_ns, std::abs(v - w.kernel_now(CLOCK_MONOTONIC)));
+  }
+  return r;
+}
+
+TEST(TimekeeperSim, CounterModeWaitsForAGoodEnoughRate) {
+  std::vector<std::int64_t> entered;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const first_counter_mode r = fresh_start(seed);
+    std::printf("[ calib    ] seed %2" PRIu64
+                ": counter mode at %.1f ms, rate off %.3f ppm, "
+                "first 100 ms max |err| %" PRId64 " ns over %zu readings\n",
+                seed, static_cast<double>(r.entered_ns) / 1e6, r.rate_error * 1e6, r.max_error_ns,
+                r.readings);
+    ASSERT_GE(r.entered_ns, 0) << "seed " << seed << ": never calibrated in 10 s";
+    EXPECT_LE(r.rate_error, 0.5e-6) << "seed " << seed;
+    EXPECT_GT(r.readings, 900u) << "seed " << seed;
+    EXPECT_LE(r.max_error_ns, 200) << "seed " << seed;
+    entered.push_back(r.entered_ns);
+  }
+  std::sort(entered.begin(), entered.end());
+  RecordProperty("calibration_ms_median", std::to_string(entered[entered.size() / 2] / ns_per_ms));
+  RecordProperty("calibration_ms_max", std::to_string(entered.back() / ns_per_ms));
+}
+
 }  // namespace
 }  // namespace vclock::sim

@@ -2,9 +2,10 @@
 // over a page in a file (default /run/vclock/page) that every process maps
 // read-only, so that no process needs a thread or a calibration of its own.
 // Foreground, logs to stderr, READY=1 to $NOTIFY_SOCKET after its first
-// calibrated publish, exit 0 on SIGTERM or SIGINT (the page is turned off
-// first, so readers go to the kernel at once rather than at the end of the
-// validity window).
+// tick (the page is valid from then on, in counter mode or calibrating, when
+// the kernel answers its readers exactly), exit 0 on SIGTERM or SIGINT (the
+// page is turned off first, so readers go to the kernel at once rather than
+// at the end of the validity window).
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -282,6 +283,8 @@ int run(const options& o) {
   const sigset_t waiting = install_stop_handlers();
   tick_loop loop(tk);
   bool ready = false;
+  bool calibrated = false;
+  const std::int64_t started_ns = kernel::now_ns(CLOCK_MONOTONIC);
   auto last_mode = static_cast<fallback_reason>(detail::load_relaxed(wp.p->mode_reason));
   while (stop_signal.load(std::memory_order_relaxed) == 0) {
     loop.run_once(nullptr);
@@ -290,12 +293,26 @@ int run(const options& o) {
       log("mode: %s", mode_text(mode).c_str());
       last_mode = mode;
     }
-    if (!ready && (mode == fallback_reason::none || verdict.reason != fallback_reason::none)) {
+    // Ready after the first tick, calibrated or not: the page is valid
+    // either way (while it calibrates, its readers are answered by the
+    // kernel, exactly), and calibration waits for a rate good enough for
+    // the accuracy targets (timekeeper.h, calibration_rate_error), which
+    // takes long enough that a supervisor or `vclock run` should not wait
+    // for it.
+    if (!ready) {
       ready = true;
-      if (mode == fallback_reason::none) {
-        log("calibrated: counter %.6f MHz; ready", tk.counter_hz() / 1e6);
+      if (mode != fallback_reason::none && verdict.reason == fallback_reason::none) {
+        log("ready (%s: the kernel answers until the counter is calibrated)",
+            mode_text(mode).c_str());
+      } else {
+        log("ready");
       }
       if (!notify_service_manager("READY=1")) log("cannot notify $NOTIFY_SOCKET");
+    }
+    if (!calibrated && mode == fallback_reason::none) {
+      calibrated = true;
+      log("calibrated: counter %.6f MHz, %lld ms after start", tk.counter_hz() / 1e6,
+          static_cast<long long>((kernel::now_ns(CLOCK_MONOTONIC) - started_ns) / 1'000'000));
     }
     if (loop.wait(&waiting, pidfd)) {
       log("process %lld exited", static_cast<long long>(o.exit_with_pid));

@@ -39,9 +39,10 @@ constexpr const char* shim_name = "libvclock_preload.so";
 constexpr int exit_no_shim = 1;
 constexpr int exit_not_executable = 126;
 constexpr int exit_not_found = 127;
-// A private daemon's calibration takes a few ticks (20-50 ms); past this,
-// the command starts anyway (its calls go to the kernel until the page is
-// calibrated, if it comes up at all).
+// A private daemon is ready after its first tick (its calibration goes on
+// after that, the kernel answering meanwhile); past this, the command
+// starts anyway (its calls go to the kernel until the page is calibrated,
+// if it comes up at all).
 constexpr int private_ready_ms = 2000;
 
 std::string own_directory() {

@@ -1,0 +1,52 @@
+// Waiting for a page's counter mode. vclockd's READY=1 says that its page is
+// valid, not that the counter is calibrated (src/daemon/main.cc: calibration
+// goes on after it, the kernel answering meanwhile), so a test that needs
+// the counter's answers waits for them here, with a timeout.
+#ifndef VCLOCK_TESTS_SUPPORT_PAGE_MODE_H_
+#define VCLOCK_TESTS_SUPPORT_PAGE_MODE_H_
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "vclock/detail/seqlock.h"
+#include "vclock/page.h"
+
+namespace vclock::test {
+
+// Readers answer from the counter: a line published, and no fallback reason.
+inline bool page_in_counter_mode(const page& p) {
+  return detail::load(p.hot.max_delta) != 0 && detail::load_relaxed(p.mode_reason) == 0;
+}
+
+// Polls every millisecond; false if `timeout` passes first.
+inline bool wait_for_counter_mode(const page& p,
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!page_in_counter_mode(p)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// The same for the page file at `path`, mapped read-only for the wait.
+inline bool wait_for_counter_mode(const std::string& path,
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  void* m = mmap(nullptr, page_bytes, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return false;
+  const bool counting = wait_for_counter_mode(*static_cast<const page*>(m), timeout);
+  munmap(m, page_bytes);
+  return counting;
+}
+
+}  // namespace vclock::test
+
+#endif  // VCLOCK_TESTS_SUPPORT_PAGE_MODE_H_
