@@ -1,7 +1,8 @@
 // Java's clocks for run.sh: System.nanoTime (CLOCK_MONOTONIC), System.currentTimeMillis and
 // Instant.now (CLOCK_REALTIME), all called from libjvm.so, read for ~300 ms with sleeps.
-// Checks that no reading goes back; prints `pid N` and `realtime NAME NS GRAIN_NS` for
-// run.sh's kernel bracket.
+// Checks that no reading goes back; prints `pid N`, `realtime NAME NS GRAIN_NS` and `clock LABEL
+// CLOCK NS REAL1_NS REAL2_NS GRAIN_NS REAL_GRAIN_NS` (nanoTime between two Instant.now) for
+// run.sh's kernel brackets.
 import java.time.Instant;
 
 public final class Probe {
@@ -30,5 +31,11 @@ public final class Probe {
     // Instant.now is to the microsecond on some JDKs.
     System.out.println("realtime Instant.now "
         + (lastInstant.getEpochSecond() * 1_000_000_000L + lastInstant.getNano()) + " 1000");
+    final Instant r1 = Instant.now();
+    final long x = System.nanoTime();
+    final Instant r2 = Instant.now();
+    System.out.println("clock nanoTime MONOTONIC " + x + " "
+        + (r1.getEpochSecond() * 1_000_000_000L + r1.getNano()) + " "
+        + (r2.getEpochSecond() * 1_000_000_000L + r2.getNano()) + " 1 1000");
   }
 }

@@ -1,7 +1,9 @@
 // std::chrono as a C++ program sees it, for run.sh: libstdc++'s clocks call clock_gettime from
 // inside libstdc++.so, not from the program, so the shim must win that binding too.
 // steady_clock and system_clock for ~300 ms, with sleeps; neither may go back, and a sleep
-// measured on steady_clock lasts at least what was asked.
+// measured on steady_clock lasts at least what was asked. Prints `pid N`, `realtime NAME NS
+// GRAIN_NS` and `clock LABEL CLOCK NS REAL1_NS REAL2_NS GRAIN_NS REAL_GRAIN_NS` (steady_clock
+// between two system_clock readings) for run.sh's kernel brackets.
 #include <unistd.h>
 
 #include <chrono>
@@ -39,5 +41,12 @@ int main() {
   std::printf(
       "pid %ld\nrealtime system_clock %lld 1\n", static_cast<long>(getpid()),
       static_cast<long long>(duration_cast<nanoseconds>(last_system.time_since_epoch()).count()));
+  const auto ns = [](auto t) {
+    return static_cast<long long>(duration_cast<nanoseconds>(t.time_since_epoch()).count());
+  };
+  const auto r1 = system_clock::now();
+  const auto x = steady_clock::now();
+  const auto r2 = system_clock::now();
+  std::printf("clock steady_clock MONOTONIC %lld %lld %lld 1 1\n", ns(x), ns(r1), ns(r2));
   return 0;
 }

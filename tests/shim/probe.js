@@ -1,7 +1,8 @@
 // Node's clocks for run.sh: process.hrtime (libuv's uv_hrtime, CLOCK_MONOTONIC),
 // performance.now and Date.now (V8's wall clock), read for ~300 ms, with a few timers between.
-// Checks that no reading goes back; prints `pid N` and `realtime NAME NS GRAIN_NS` for
-// run.sh's kernel bracket.
+// Checks that no reading goes back; prints `pid N`, `realtime NAME NS GRAIN_NS` and `clock LABEL
+// CLOCK NS REAL1_NS REAL2_NS GRAIN_NS REAL_GRAIN_NS` (process.hrtime between two Date.now) for
+// run.sh's kernel brackets.
 'use strict';
 const { performance } = require('perf_hooks');
 
@@ -28,6 +29,10 @@ function slice() {
     if (mono >= end) {
       console.log(`pid ${process.pid}`);
       console.log(`realtime Date.now ${BigInt(last.get('Date.now')) * 1000000n} 1000000`);
+      const r1 = BigInt(Date.now()) * 1000000n;
+      const x = process.hrtime.bigint();
+      const r2 = BigInt(Date.now()) * 1000000n;
+      console.log(`clock hrtime.bigint MONOTONIC ${x} ${r1} ${r2} 1 1000000`);
       return;
     }
   }
