@@ -25,6 +25,7 @@
 #include "lib/shared_page.h"
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/mapped_page.h"
 #include "support/page_mode.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
@@ -39,47 +40,10 @@ using vclock::page;
 using vclock::page_refusal;
 using vclock::detail::clock_kind;
 using vclock::test::daemon_process;
+using vclock::test::mapped_page;
 using vclock::test::temp_dir;
 
 constexpr std::int64_t tolerance_ns = 50'000;  // functional (sanitizer builds are slow)
-
-// The page file mapped read-only, as a client maps it.
-class mapped_page {
- public:
-  explicit mapped_page(const std::string& path) {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    void* m = mmap(nullptr, vclock::page_bytes, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m != MAP_FAILED) p_ = static_cast<const page*>(m);
-  }
-  ~mapped_page() {
-    if (p_ != nullptr) munmap(const_cast<page*>(p_), vclock::page_bytes);
-  }
-  mapped_page(const mapped_page&) = delete;
-  mapped_page& operator=(const mapped_page&) = delete;
-  const page* get() const { return p_; }
-
-  // One MONOTONIC reading the way the library makes it: fast path, else careful path.
-  std::int64_t monotonic() const {
-    using vclock::arch::counter_ordering;
-    constexpr counter_ordering ordered = vclock::arch::strongest_ordering;
-    return vclock::detail::read_fast<clock_kind::monotonic>(
-        *p_, [] { return vclock::arch::read_counter<ordered>(); },
-        [this] {
-          return vclock::detail::read_careful<clock_kind::monotonic>(
-              *p_, [] { return vclock::arch::read_counter<ordered>(); },
-              [] { return vclock::kernel::now_ns(CLOCK_MONOTONIC); });
-        });
-  }
-
-  bool counter_mode() const { return vclock::test::page_in_counter_mode(*p_); }
-  // READY=1 says the page is valid, not calibrated: tests that need the counter wait for it.
-  bool wait_for_counter_mode() const { return vclock::test::wait_for_counter_mode(*p_); }
-
- private:
-  const page* p_ = nullptr;
-};
 
 ino_t inode_of(const std::string& path) {
   struct stat st {};

@@ -522,6 +522,13 @@ class driver {
     const std::uint64_t d = after.cycle_last - before.cycle_last;
     if (d >= before.max_delta) {
       ++resyncs_;  // stale page or a counter behind: a forward step is allowed
+      // ... but not in a settled window: there no fault explains a page left stale, and
+      // a timekeeper that lets it go stale has every reader ask the kernel meanwhile.
+      if (world_.now() >= settled_from_ && world_.now() >= unsettled_until_) {
+        v_["page went stale (resync) in a settled window"].add(
+            fmt("%s at %.6f s: %" PRIu64 " ticks since the last switch point, max_delta %" PRIu64,
+                what, t_s, d, before.max_delta));
+      }
       return;
     }
     const unsigned shift = detail::load_shift(before);
