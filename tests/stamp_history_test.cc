@@ -125,18 +125,18 @@ void check(const reading& r, const detail::history_snapshot& s, std::int64_t age
       return;
     }
     ++t.wrong;
-    ADD_FAILURE() << "exact but " << st.ns - r.value << " ns off, kind "
-                  << static_cast<int>(r.kind) << " age " << age << " at " << r.at << " kernel " << r.kernel << " c " << r.counter
-                  << " seg " << seg.lo << ".." << seg.hi << " freeze " << seg.freeze << " "
-                  << seg.has_freeze << " mult " << seg.line.mult;
+    ADD_FAILURE() << "exact but " << st.ns - r.value << " ns off, kind " << static_cast<int>(r.kind)
+                  << " age " << age << " at " << r.at << " kernel " << r.kernel << " c "
+                  << r.counter << " seg " << seg.lo << ".." << seg.hi << " freeze " << seg.freeze
+                  << " " << seg.has_freeze << " mult " << seg.line.mult;
     return;
   }
   ASSERT_EQ(status, detail::stamp_estimate);
   ++t.estimates;
   if (!r.kernel && age <= covered_ns) {
     ++t.wrong;
-    ADD_FAILURE() << "an estimate within the history: kind " << static_cast<int>(r.kind)
-                  << " age " << age << " at " << r.at;
+    ADD_FAILURE() << "an estimate within the history: kind " << static_cast<int>(r.kind) << " age "
+                  << age << " at " << r.at;
   }
   // REALTIME and TAI were stepped (the step is no rate error): the bound
   // is checked on the clocks that never step.
@@ -193,9 +193,9 @@ run_result run(std::uint64_t seed) {
   constexpr std::int64_t stall_len = 100 * ns_per_ms;  // > validity (4 ticks)
   constexpr std::int64_t jump_at = 13 * ns_per_s;
   constexpr std::int64_t end = 19 * ns_per_s;
-  const std::vector<event> events = {
-      ev::ntp(3 * ns_per_s, 250),  ev::ntp(5 * ns_per_s, -300), ev::step(step_at, -ns_per_s / 2),
-      ev::ntp(9 * ns_per_s, 40),   ev::jump(jump_at, 21'000'000'000)};
+  const std::vector<event> events = {ev::ntp(3 * ns_per_s, 250), ev::ntp(5 * ns_per_s, -300),
+                                     ev::step(step_at, -ns_per_s / 2), ev::ntp(9 * ns_per_s, 40),
+                                     ev::jump(jump_at, 21'000'000'000)};
   world w(counter, kernel, noise, events, seed);
   auto p = std::make_unique<page>();
   timekeeper_config config;
@@ -277,19 +277,17 @@ TEST(StampHistory, ExactWithinTheHistoryEstimatedBeyondRefusedAcrossAJump) {
     // The compact entries are the rule, keys the exception (steps, the
     // stall's resync, the jump, and one every history_key_every).
     EXPECT_LT(r.keys * 20, r.entries) << "seed " << seed;
-    std::printf("seed %llu: %llu readings, %llu exact, %llu estimates (worst %lld ns off), "
-                "%llu refused (old epoch), %llu no data, %llu frozen below the kernel, "
-                "%llu mid-update; %llu entries, %llu keys\n",
-                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(r.readings),
-                static_cast<unsigned long long>(t.exact),
-                static_cast<unsigned long long>(t.estimates),
-                static_cast<long long>(t.worst_estimate_error),
-                static_cast<unsigned long long>(t.stale_epoch),
-                static_cast<unsigned long long>(t.no_data),
-                static_cast<unsigned long long>(t.frozen_below_kernel),
-                static_cast<unsigned long long>(t.mid_update_readings),
-                static_cast<unsigned long long>(r.entries),
-                static_cast<unsigned long long>(r.keys));
+    std::printf(
+        "seed %llu: %llu readings, %llu exact, %llu estimates (worst %lld ns off), "
+        "%llu refused (old epoch), %llu no data, %llu frozen below the kernel, "
+        "%llu mid-update; %llu entries, %llu keys\n",
+        static_cast<unsigned long long>(seed), static_cast<unsigned long long>(r.readings),
+        static_cast<unsigned long long>(t.exact), static_cast<unsigned long long>(t.estimates),
+        static_cast<long long>(t.worst_estimate_error),
+        static_cast<unsigned long long>(t.stale_epoch), static_cast<unsigned long long>(t.no_data),
+        static_cast<unsigned long long>(t.frozen_below_kernel),
+        static_cast<unsigned long long>(t.mid_update_readings),
+        static_cast<unsigned long long>(r.entries), static_cast<unsigned long long>(r.keys));
   }
 }
 

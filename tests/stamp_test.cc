@@ -15,6 +15,7 @@
 #include "lib/runtime.h"
 #include "support/page_mode.h"
 #include "vclock/vclock.h"
+#include "vclock/vclock.hpp"
 
 namespace {
 
@@ -152,6 +153,29 @@ TEST(Stamp, RefusesWhatItCannotConvert) {
   EXPECT_EQ(vclock_stamp_to_ns_bounded(CLOCK_MONOTONIC, old, &ns, &bound), VCLOCK_STAMP_ESTIMATE);
   EXPECT_NEAR(static_cast<double>(now - ns), 10e9, static_cast<double>(bound));
   EXPECT_GE(bound, 1'000'000);
+}
+
+TEST(Stamp, CxxTimePointBetweenTheReadsAroundIt) {
+  if (!counting()) GTEST_SKIP() << "the page is not in counter mode on this machine";
+  int exact = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const auto before = vclock::system_clock::now();
+    const vclock::stamp s = vclock::stamp::now();
+    const auto after = vclock::system_clock::now();
+    int status = -1;
+    const auto t = s.to_time_point<vclock::system_clock>(&status);
+    ASSERT_GE(status, 0);
+    if (status != 0) continue;  // inside an update, or a stale page: an estimate
+    ++exact;
+    EXPECT_LE(before, t);
+    EXPECT_LE(t, after);
+  }
+  EXPECT_GT(exact, 900);
+  int status = 0;
+  const vclock::stamp none;
+  EXPECT_EQ(none.to_time_point<vclock::steady_clock>(&status),
+            vclock::steady_clock::time_point::min());
+  EXPECT_EQ(status, -ENODATA);
 }
 
 }  // namespace

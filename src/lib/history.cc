@@ -44,9 +44,7 @@ constexpr std::uint32_t key_pos(std::uint64_t word) noexcept { return field(word
 constexpr std::uint32_t gap_of(std::uint64_t word) noexcept {
   return static_cast<std::uint32_t>(word);
 }
-constexpr std::uint32_t delta_of(std::uint64_t word) noexcept {
-  return field(word, 0, delta_bits);
-}
+constexpr std::uint32_t delta_of(std::uint64_t word) noexcept { return field(word, 0, delta_bits); }
 constexpr std::uint32_t run_of(std::uint64_t word) noexcept {
   return field(word, run_at, run_bits) * run_unit;
 }
@@ -244,8 +242,8 @@ bool history_writer::fits_slot(const history_line& next, std::uint64_t freeze, b
   // update's end by less than a unit is taken for one that read the backup
   // line, as one within the writer's last counter read may have anyway.
   const std::uint64_t units = (run + run_unit - 1) / run_unit;
-  if (!have_last_ || since_key_ + 1 >= history_key_every || last_.max_delta == 0 ||
-      !freeze_known || freeze != next.cycle_last || units >= (1u << run_bits)) {
+  if (!have_last_ || since_key_ + 1 >= history_key_every || last_.max_delta == 0 || !freeze_known ||
+      freeze != next.cycle_last || units >= (1u << run_bits)) {
     return false;
   }
   const std::uint64_t delta = next.cycle_last - last_.cycle_last;
@@ -279,8 +277,9 @@ void history_writer::append(const clock_line& line, std::uint64_t freeze, bool f
   // The update's end, from cycle_last: never before it (the writer's
   // counter read after the switch), saturated where it cannot be held.
   const std::uint64_t since = end - next.cycle_last;
-  const std::uint64_t run =
-      static_cast<std::int64_t>(since) < 0 ? 0 : (since < history_gap_none ? since : history_gap_none);
+  const std::uint64_t run = static_cast<std::int64_t>(since) < 0
+                                ? 0
+                                : (since < history_gap_none ? since : history_gap_none);
   std::uint64_t word = 0;
   const bool slot = fits_slot(next, freeze, freeze_known, run, word);
   const std::uint32_t seq = write_begin(h_.header.seq);
@@ -325,8 +324,7 @@ bool take_snapshot(const page& p, history_snapshot& out) noexcept {
   return copied && out.h.header.epoch != 0;
 }
 
-bool find_segment(const history_snapshot& s, std::uint64_t counter,
-                  history_segment& out) noexcept {
+bool find_segment(const history_snapshot& s, std::uint64_t counter, history_segment& out) noexcept {
   const stamp_history& h = s.h;
   const std::uint64_t entries = h.header.entries;
   std::uint64_t oldest = entries > history_slots ? entries - history_slots : 0;

@@ -85,7 +85,7 @@ bool take_snapshot(const page& p, history_snapshot& out) noexcept;
 // far it goes.
 struct history_segment {
   history_line line;
-  std::uint64_t lo = 0;      // counters in [lo, hi) belong to this segment
+  std::uint64_t lo = 0;  // counters in [lo, hi) belong to this segment
   std::uint64_t hi = 0;
   std::uint64_t freeze = 0;  // counters past it get the line's time at it
   bool has_freeze = false;   // a later line exists and its freeze is known
@@ -97,8 +97,7 @@ inline constexpr int stamp_exact = 0;
 inline constexpr int stamp_estimate = 1;
 
 // The segment holding `counter`; false when the snapshot has no line.
-bool find_segment(const history_snapshot& s, std::uint64_t counter,
-                  history_segment& out) noexcept;
+bool find_segment(const history_snapshot& s, std::uint64_t counter, history_segment& out) noexcept;
 
 struct stamp_time {
   int status = stamp_exact;

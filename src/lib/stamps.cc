@@ -93,8 +93,7 @@ namespace d = vclock::detail;
 extern "C" {
 
 #if VCLOCK_ARCH_CHOOSES_ORDERING
-__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined")))
-d::stamp_fn
+__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) d::stamp_fn
 resolve_stamp() {
   return d::stamp_for(vclock::chosen_ordering());
 }
