@@ -291,5 +291,96 @@ TEST(StampHistory, ExactWithinTheHistoryEstimatedBeyondRefusedAcrossAJump) {
   }
 }
 
+// The edges of a line, by hand: an update's switch point (still the old
+// line), the counters inside it (estimates, at the frozen time), its end
+// (the new line), a step (a key), and before the history.
+TEST(StampHistory, EdgesOfAnUpdateAndOfTheHistory) {
+  auto p = std::make_unique<page>();
+  detail::history_writer w(p->history);
+  const std::uint8_t boot[16] = {1, 2, 3};
+  w.take_over(boot);
+  clock_line l0{};
+  l0.cycle_last = 1'000'000;
+  l0.max_delta = 100'000'000;
+  l0.mult = 0x80000000u;  // 0.5 ns per tick
+  l0.raw_mult = 0x80000010u;
+  l0.shift = 32;
+  l0.mono_ns = 5'000'000'000;
+  l0.realtime_ns = l0.mono_ns + 1'700'000'000 * ns_per_s;
+  l0.boottime_ns = l0.mono_ns + 7;
+  l0.raw_ns = l0.mono_ns - 99;
+  l0.tai_offset_s = 37;
+  w.open();
+  w.append(l0, 0, false, l0.cycle_last + 100);  // the first line: a key
+  // An ordinary update 8000 ticks on, mult slewed, that ended 160 ticks
+  // after its switch point.
+  const auto line_at = [](const clock_line& l, std::uint64_t c, std::int32_t dm, std::int32_t dr) {
+    const detail::history_line h = detail::advance_line(
+        detail::line_of(l), static_cast<std::uint32_t>(c - l.cycle_last), dm, dr);
+    clock_line n = l;
+    n.cycle_last = h.cycle_last;
+    n.mono_ns = h.mono_ns;
+    n.realtime_ns = h.realtime_ns;
+    n.boottime_ns = h.boottime_ns;
+    n.raw_ns = h.raw_ns;
+    n.mult = h.mult;
+    n.raw_mult = h.raw_mult;
+    return n;
+  };
+  const clock_line l1 = line_at(l0, l0.cycle_last + 8000, 5, -3);
+  w.open();
+  w.append(l1, l1.cycle_last, true, l1.cycle_last + 160);
+  // A REALTIME step 8000 ticks later: a key.
+  clock_line l2 = line_at(l1, l1.cycle_last + 8000, 0, 0);
+  l2.realtime_ns -= ns_per_s / 2;
+  w.open();
+  w.append(l2, l2.cycle_last, true, l2.cycle_last + 48);
+  EXPECT_EQ(p->history.header.entries, 3u);
+  EXPECT_EQ(p->history.header.keys, 2u);  // l0 and the step; l1 is a slot
+
+  detail::history_snapshot s;
+  ASSERT_TRUE(detail::take_snapshot(*p, s));
+  const std::uint64_t epoch = p->history.header.epoch;
+  const auto convert = [&](clock_kind k, std::uint64_t c, detail::stamp_time& t) {
+    detail::history_segment seg;
+    bool have = false;
+    return detail::stamp_to_time(s, k, epoch, c, seg, have, t);
+  };
+  const auto fast = [](const clock_line& l, std::uint64_t c) {  // MONOTONIC, as the fast path
+    return l.mono_ns + detail::delta_to_ns(c - l.cycle_last, l.mult, l.shift);
+  };
+  detail::stamp_time t;
+  // l0 from its update's end on; before it, before the history.
+  EXPECT_EQ(convert(clock_kind::monotonic, l0.cycle_last + 99, t), detail::stamp_estimate);
+  ASSERT_EQ(convert(clock_kind::monotonic, l0.cycle_last + 100, t), detail::stamp_exact);
+  EXPECT_EQ(t.ns, fast(l0, l0.cycle_last + 100));
+  // The switch point: still l0; past it, inside the update: the frozen
+  // time, as an estimate; from the update's end: l1.
+  ASSERT_EQ(convert(clock_kind::monotonic, l1.cycle_last, t), detail::stamp_exact);
+  EXPECT_EQ(t.ns, fast(l0, l1.cycle_last));
+  EXPECT_EQ(convert(clock_kind::monotonic, l1.cycle_last + 1, t), detail::stamp_estimate);
+  EXPECT_EQ(t.ns, fast(l0, l1.cycle_last));
+  EXPECT_EQ(convert(clock_kind::monotonic, l1.cycle_last + 159, t), detail::stamp_estimate);
+  ASSERT_EQ(convert(clock_kind::monotonic, l1.cycle_last + 160, t), detail::stamp_exact);
+  EXPECT_EQ(t.ns, fast(l1, l1.cycle_last + 160));
+  ASSERT_EQ(convert(clock_kind::monotonic_raw, l1.cycle_last + 161, t), detail::stamp_exact);
+  EXPECT_EQ(t.ns, l1.raw_ns + detail::delta_to_ns(161, l1.raw_mult, l1.shift));
+  ASSERT_EQ(convert(clock_kind::tai, l1.cycle_last + 7000, t), detail::stamp_exact);
+  EXPECT_EQ(t.ns, l1.realtime_ns + 37 * ns_per_s + detail::delta_to_ns(7000, l1.mult, l1.shift));
+  // Across the step: REALTIME half a second back from l2's end on.
+  ASSERT_EQ(convert(clock_kind::realtime, l2.cycle_last, t), detail::stamp_exact);
+  EXPECT_EQ(t.ns, l1.realtime_ns + detail::delta_to_ns(8000, l1.mult, l1.shift));
+  ASSERT_EQ(convert(clock_kind::realtime, l2.cycle_last + 48, t), detail::stamp_exact);
+  EXPECT_EQ(t.ns, l2.realtime_ns + detail::delta_to_ns(48, l2.mult, l2.shift));
+  // Past the newest line's validity: an estimate.
+  EXPECT_EQ(convert(clock_kind::monotonic, l2.cycle_last + l2.max_delta, t),
+            detail::stamp_estimate);
+  // Another epoch.
+  detail::history_segment seg;
+  bool have = false;
+  EXPECT_EQ(detail::stamp_to_time(s, clock_kind::monotonic, epoch + 1, l2.cycle_last, seg, have, t),
+            -ESTALE);
+}
+
 }  // namespace
 }  // namespace vclock::sim
