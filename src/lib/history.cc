@@ -206,7 +206,18 @@ void history_writer::take_over(const std::uint8_t (&boot_id)[16]) noexcept {
   have_last_ = false;
   const std::uint64_t epoch = load_relaxed(h_.header.epoch);
   const std::uint64_t fresh = stamp_epoch(boot_id, 1);
-  if (epoch == 0 || (epoch >> 32) != (fresh >> 32)) begin_epoch(fresh);
+  if (epoch == 0 || (epoch >> 32) != (fresh >> 32)) {
+    begin_epoch(fresh);
+    return;
+  }
+  // A writer killed inside append(): a key may be half written over an
+  // older one that entries still name. Close the seq and start over, so
+  // that no stamp converts through it (its stamps get -ESTALE).
+  const std::uint32_t seq = load_relaxed(h_.header.seq);
+  if ((seq & 1u) != 0) {
+    write_end(h_.header.seq, seq);
+    next_counter_epoch();
+  }
 }
 
 // Behind the newest line of this epoch by more than another CPU's counter
@@ -426,9 +437,11 @@ stamp_time time_in_segment(const history_segment& seg, clock_kind k,
   const i128 ns = i128{base} + elapsed;
   t.status = stamp_estimate;
   t.ns = ns > INT64_MAX ? INT64_MAX : (ns < INT64_MIN ? INT64_MIN : static_cast<std::int64_t>(ns));
+  // 1000 ppm and 1 us (docs/stamps.md); divided in 64 bits (no libgcc
+  // call on the way: the conversions stay async-signal-safe).
   const i128 magnitude = elapsed < 0 ? -elapsed : elapsed;
-  const i128 bound = magnitude / 1000 + 1000;  // 1000 ppm and 1 us: docs/stamps.md
-  t.bound_ns = bound > INT64_MAX ? INT64_MAX : static_cast<std::int64_t>(bound);
+  const std::uint64_t m = magnitude > INT64_MAX ? INT64_MAX : static_cast<std::uint64_t>(magnitude);
+  t.bound_ns = static_cast<std::int64_t>(m / 1000 + 1000);
   return t;
 }
 
