@@ -114,6 +114,15 @@ void check(const reading& r, const detail::history_snapshot& s, std::int64_t age
     if (!r.kernel) ++t.wrong;
     return;
   }
+  // The batch's shortcut (exact_range_of) agrees with the conversion.
+  if (status >= 0) {
+    const detail::exact_range x = detail::exact_range_of(seg, r.kind);
+    const bool in_range = r.counter - x.lo < x.span;
+    EXPECT_EQ(in_range, status == detail::stamp_exact) << "at " << r.at;
+    if (in_range) {
+      EXPECT_EQ(x.base + detail::delta_to_ns(r.counter - x.cycle_last, x.mult, x.shift), st.ns);
+    }
+  }
   if (status == detail::stamp_exact) {
     ++t.exact;
     if (st.ns == r.value) return;

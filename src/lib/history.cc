@@ -445,6 +445,25 @@ stamp_time time_in_segment(const history_segment& seg, clock_kind k,
   return t;
 }
 
+exact_range exact_range_of(const history_segment& seg, clock_kind k) noexcept {
+  exact_range r;
+  const history_line& l = seg.line;
+  if (!seg.exact_ok || seg.lo < l.cycle_last) return r;
+  // Exact from lo up to the first of: the next segment, the counter past
+  // the switch point, the end of the line's validity.
+  std::uint64_t end = seg.hi;
+  if (seg.has_freeze && seg.freeze < end - 1) end = seg.freeze + 1;
+  if (l.max_delta < end - l.cycle_last) end = l.cycle_last + l.max_delta;
+  if (end <= seg.lo) return r;
+  r.lo = seg.lo;
+  r.span = end - seg.lo;
+  r.cycle_last = l.cycle_last;
+  r.base = base_of(l, k);
+  r.mult = mult_of(l, k);
+  r.shift = shift_of(l);
+  return r;
+}
+
 int stamp_to_time(const history_snapshot& s, clock_kind k, std::uint64_t epoch,
                   std::uint64_t counter, history_segment& seg, bool& have_seg,
                   stamp_time& t) noexcept {

@@ -108,6 +108,19 @@ struct stamp_time {
 stamp_time time_in_segment(const history_segment& seg, clock_kind k,
                            std::uint64_t counter) noexcept;
 
+// Where a segment is exact for clock k, as the fast path's operands: a
+// counter c with c - lo < span converts to base + delta_to_ns(c - cycle_last,
+// mult, shift), the same sum as time_in_segment's. span 0: nowhere.
+struct exact_range {
+  std::uint64_t lo = 0;
+  std::uint64_t span = 0;
+  std::uint64_t cycle_last = 0;
+  std::int64_t base = 0;
+  std::uint32_t mult = 0;
+  unsigned shift = 0;
+};
+exact_range exact_range_of(const history_segment& seg, clock_kind k) noexcept;
+
 // A stamp's time: find_segment (unless `seg` already holds the counter:
 // `have_seg`, kept between the stamps of a batch) and time_in_segment.
 // Returns t.status, or -ESTALE (another epoch) or -ENODATA (epoch 0, or no
