@@ -19,9 +19,10 @@ inline constexpr std::uint64_t page_magic =
 // the previous minor: a reader of an older minor ignores it, a newer
 // reader checks abi_minor before using it. History: 1 offsets, 2 each
 // clock's base, 3 the header (shared page, vclockd); 3.1 coarse_line.time_word
-// and owner words; 3.2 the error bound (bound_line).
+// and owner words; 3.2 the error bound (bound_line); 3.3 the history of
+// lines (stamp_history), for stamps.
 inline constexpr std::uint16_t page_abi_major = 3;
-inline constexpr std::uint16_t page_abi_minor = 2;
+inline constexpr std::uint16_t page_abi_minor = 3;
 inline constexpr std::uint32_t page_bytes = 4096;
 
 // Why the page cannot answer from the counter (page::mode_reason).
@@ -222,6 +223,84 @@ struct alignas(64) bound_line {
   std::int64_t reserved;
 };
 
+// stamp_history (ABI 3.3): the lines the hot line held lately, so that a
+// counter value read earlier (a stamp, vclock.h) converts to the very time
+// the fast path gave at it (docs/stamps.md). One seqlock (`seq`) covers it
+// all. The writer sets `open` while hot is odd (before the new line is
+// stored) and appends the update's entry once hot is even again, with the
+// counter value it read then (the update's end): readers of the history
+// wait while `open` or hot's seq is odd, so a stamp read on the new line
+// always finds it.
+//
+// Each update is one entry, numbered from 0 (`entries` so far, on this
+// page). Entry e lives in slots[e % history_slots] as one 64-bit word:
+//   an ordinary update: bits 0-25 the ticks from the previous entry's
+//     cycle_last (delta), 26-35 `run` in units of 16 ticks (rounded up),
+//     36-51 the change of mult, 52-63 of raw_mult (two's complement;
+//     mult's change is never -2^15, the key mark). Every base is the
+//     previous line evaluated at the new cycle_last, bit for bit as the
+//     fast path does (delta_to_ns; realtime and boottime with mult), and
+//     the previous line froze exactly there (the backup line's switch
+//     point).
+//   a key (any other update: a step, a resync, an offset or max_delta
+//     change, a switch point moved, a field that does not fit, and one
+//     every history_key_every entries): bits 36-51 the key mark (2^15),
+//     52-59 its position in keys[], 0-31 the freeze gap: the ticks from
+//     the previous line's switch point to this line's cycle_last;
+//     0xffffffff: none (the previous line was stale or off: its readers
+//     asked the kernel).
+// `run` (a key's `begin`): ticks from cycle_last to the update's end. A
+// reader whose counter lies before it read the previous line (frozen at
+// its switch point while the writer was mid-update); from it on, this one.
+// keys[] is a ring of full lines; a key's entry is the newest slot marked
+// with its position. A line is usable while its entry and every entry back
+// to its key are still held: at least history_slots - history_key_every
+// entries (1.024 s at the default 4 ms tick) as long as at most
+// history_keys - 1 keys are taken in that span (two are the periodic ones:
+// room for four steps a second).
+//   epoch        the stamp epoch: boot-id hash << 32 | counter epoch (the
+//                writer counts it up when the counter jumps); 0: none yet.
+//   first_entry  the first entry of this epoch: older ones do not count.
+inline constexpr std::uint32_t history_slots = 384;
+inline constexpr std::uint32_t history_keys = 7;
+inline constexpr std::uint32_t history_key_every = 128;
+inline constexpr std::uint32_t history_key_mark = 0x8000;
+inline constexpr std::uint32_t history_gap_none = 0xffffffffu;
+
+struct alignas(64) history_header {
+  std::uint32_t seq;
+  std::uint32_t slot_count;  // history_slots
+  std::uint64_t epoch;
+  std::uint64_t entries;
+  std::uint64_t first_entry;
+  std::uint64_t keys;       // keys taken so far; the next goes to keys[keys % history_keys]
+  std::uint32_t key_count;  // history_keys
+  std::uint32_t open;       // 1 from before hot's switch until the entry is appended
+  std::uint8_t reserved[64 - 48];
+};
+
+// A full line: clock_line's parameters, and `begin` (see above).
+struct alignas(64) history_key {
+  std::uint64_t cycle_last;
+  std::uint64_t max_delta;
+  std::int64_t mono_ns;
+  std::int64_t realtime_ns;
+  std::int64_t boottime_ns;
+  std::int64_t raw_ns;
+  std::uint32_t mult;
+  std::uint32_t raw_mult;
+  std::uint32_t begin;
+  std::uint8_t shift;
+  std::uint8_t reserved;
+  std::int16_t tai_offset_s;
+};
+
+struct alignas(64) stamp_history {
+  history_header header;
+  history_key keys[history_keys];
+  std::uint64_t slots[history_slots];
+};
+
 // The page: one 4 KiB page, lines in the order a reader needs them.
 // Line `hot` is all the fine clocks read; line `coarse` all the coarse
 // clocks read. Line `backup` holds the previous parameters, frozen at the
@@ -230,7 +309,7 @@ struct alignas(64) bound_line {
 // answers from `backup` instead of spinning. The header comes first, where
 // a foreign reader expects a magic number; the fallback line is read only
 // by the careful path, the status line only by `vclock status`. The rest
-// is reserved, zero, for sections added by a minor ABI bump.
+// (ABI 3.3) is the history of lines, for stamps.
 //
 // Fallback floor: when the writer stops the counter path it sets
 // hot.max_delta = 0 and leaves in mono_ns / raw_ns the largest time any
@@ -278,7 +357,7 @@ struct alignas(4096) page {
 
   bound_line bound;  // line 7 (ABI 3.2): read by vclock_now_bounded only
 
-  std::uint8_t reserved[4096 - 8 * 64];  // sections of later minors; zero
+  stamp_history history;  // lines 8-63 (ABI 3.3): read by stamp conversion only
 };
 
 static_assert(sizeof(page_header) == 128, "the header is two cache lines");
@@ -291,6 +370,9 @@ static_assert(offsetof(page, header) == 0 && offsetof(page, hot) == 128);
 static_assert(offsetof(page, backup) == 192 && offsetof(page, coarse) == 256);
 static_assert(offsetof(page, mode_reason) == 320 && offsetof(page, counter_hz) == 384);
 static_assert(offsetof(page, bound) == 448 && sizeof(bound_line) == 64);
+static_assert(sizeof(history_key) == 64 && sizeof(history_header) == 64);
+static_assert(sizeof(stamp_history) == 4096 - 8 * 64, "the history fills the reserved space");
+static_assert(offsetof(page, history) == 512);
 static_assert(sizeof(page) == page_bytes, "the page is exactly one 4 KiB page");
 static_assert(std::is_standard_layout_v<page> && std::is_trivially_copyable_v<page>);
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);

@@ -7,6 +7,7 @@
 #ifndef VCLOCK_VCLOCK_H_
 #define VCLOCK_VCLOCK_H_
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
 #include <time.h>
@@ -76,6 +77,47 @@ enum {
 /* CLOCK_REALTIME or CLOCK_TAI: 0, or -1 with errno (EINVAL another clock,
  * EFAULT a null `b`). A few ns more than vclock_gettime_ns. */
 VCLOCK_API int vclock_now_bounded(clockid_t clock, vclock_bounds* b) VCLOCK_NOEXCEPT;
+
+/* Stamps: the bare counter now, the exact time later (docs/stamps.md).
+ * A stamp is the counter value and the epoch it belongs to (the boot, and
+ * the counter's epoch: a counter jump starts a new one). Taking one costs
+ * the counter read; converting it gives the time vclock_gettime_ns would
+ * have returned at that counter value. */
+typedef struct vclock_stamp_t {
+  uint64_t counter; /* the raw counter value */
+  uint64_t epoch;   /* 0: taken before the page had a history */
+} vclock_stamp_t;
+
+/* Returned by the conversions when the stamp lies outside the kept
+ * history (older than about a second, or where readers asked the kernel):
+ * *ns is the best estimate, within the bound of
+ * vclock_stamp_to_ns_bounded. */
+#define VCLOCK_STAMP_ESTIMATE 1
+
+/* The counter, read with the ordering vclock_gettime uses (ordered: a
+ * stamp taken after observing another thread's is never smaller). */
+VCLOCK_API vclock_stamp_t vclock_stamp(void) VCLOCK_NOEXCEPT;
+/* The bare counter read, as vclock_gettime_relaxed. */
+VCLOCK_API vclock_stamp_t vclock_stamp_relaxed(void) VCLOCK_NOEXCEPT;
+
+/* The time of `clock` (REALTIME, MONOTONIC, MONOTONIC_RAW, BOOTTIME or
+ * TAI) at the stamp. 0: exact (bit for bit what vclock_gettime_ns
+ * returned at that counter value); VCLOCK_STAMP_ESTIMATE: an estimate; or
+ * a negative errno, *ns untouched: -EINVAL another clock or a null
+ * pointer, -ESTALE a stamp of another boot or counter epoch, -ENODATA no
+ * history (the page never counted, or a stamp with epoch 0), -EAGAIN this
+ * process reads a virtual-time namespace (not supported yet). */
+VCLOCK_API int vclock_stamp_to_ns(clockid_t clock, vclock_stamp_t stamp,
+                                  int64_t* ns) VCLOCK_NOEXCEPT;
+/* The same, and the error bound: the true clock lies within *ns +-
+ * *bound_ns (0 when exact); bound_ns may be NULL. */
+VCLOCK_API int vclock_stamp_to_ns_bounded(clockid_t clock, vclock_stamp_t stamp, int64_t* ns,
+                                          int64_t* bound_ns) VCLOCK_NOEXCEPT;
+/* n stamps at once into out[0..n-1]. The worst status:
+ * a negative errno if any stamp failed (its out[i] is INT64_MIN), else
+ * VCLOCK_STAMP_ESTIMATE if any was estimated, else 0. */
+VCLOCK_API int vclock_stamps_to_ns(clockid_t clock, const vclock_stamp_t* stamps, size_t n,
+                                   int64_t* out) VCLOCK_NOEXCEPT;
 
 #ifdef __cplusplus
 }

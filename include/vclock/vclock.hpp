@@ -78,6 +78,7 @@ struct basic_clock {
   using period = duration::period;
   using time_point = std::chrono::time_point<basic_clock, duration>;
   static constexpr bool is_steady = Steady;
+  static constexpr clockid_t id = Id;  // what it reads (and what stamps convert to)
 
   static time_point now() noexcept {
 #if !defined(VCLOCK_NO_INLINE_READER)
@@ -154,6 +155,31 @@ struct clocks {
 };
 
 }  // namespace clock_impl
+
+// A stamp (vclock.h, docs/stamps.md): the counter now, the time later.
+class stamp {
+ public:
+  stamp() noexcept = default;
+  explicit stamp(vclock_stamp_t raw) noexcept : raw_(raw) {}
+  static stamp now() noexcept { return stamp(vclock_stamp()); }
+  static stamp now_relaxed() noexcept { return stamp(vclock_stamp_relaxed()); }
+  vclock_stamp_t raw() const noexcept { return raw_; }
+
+  // Clock's time at the stamp (a vclock clock other than the coarse ones).
+  // `status`, if given: 0 exact, VCLOCK_STAMP_ESTIMATE, or a negative errno
+  // (then the result is time_point::min()).
+  template <class Clock>
+  typename Clock::time_point to_time_point(int* status = nullptr) const noexcept {
+    std::int64_t ns = 0;
+    const int r = vclock_stamp_to_ns(Clock::id, raw_, &ns);
+    if (status != nullptr) *status = r;
+    if (r < 0) return Clock::time_point::min();
+    return typename Clock::time_point(typename Clock::duration(ns));
+  }
+
+ private:
+  vclock_stamp_t raw_{0, 0};
+};
 
 using steady_clock = clock_impl::clocks<clock_impl::order::ordered>::steady_clock;
 using system_clock = clock_impl::clocks<clock_impl::order::ordered>::system_clock;

@@ -164,6 +164,7 @@ void timekeeper::start() noexcept {
   // with its lead). The first publish resyncs forward from exactly that
   // (publish(), `resync`), rather than from kernel + lead.
   published_ = load_line(page_.hot);
+  history_.take_over(page_.header.boot_id);
   state_ = state::calibrating;
   have_calib_ = false;
   anchor_on_page();
@@ -810,8 +811,10 @@ timekeeper::switch_reading timekeeper::read_kernel_at_switch() noexcept {
   return best;
 }
 
-void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
+bool timekeeper::close_backup(std::uint32_t seq, std::uint64_t c,
+                              std::uint64_t& frozen_at) noexcept {
   const clock_line& old = published_;
+  bool frozen = false;
   if (old.max_delta != 0) {
     const std::uint64_t d = c - old.cycle_last;
     // Behind cycle_last by more than max_lag_ticks (a counter reset by a
@@ -819,8 +822,12 @@ void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
     const bool behind = static_cast<std::int64_t>(d) < 0;
     if (behind && std::uint64_t{0} - d <= detail::max_lag_ticks) {
       store(page_.backup.max_delta, std::uint64_t{1});  // frozen at cycle_last
+      frozen_at = old.cycle_last;
+      frozen = true;
     } else if (!behind && d < old.max_delta) {
       store(page_.backup.max_delta, d + 1);  // frozen at c
+      frozen_at = c;
+      frozen = true;
     } else {
       // Stale: readers are answering stale_answer() from the kernel. The
       // backup's readers answer as from an "off" line whose floor is that
@@ -840,6 +847,7 @@ void timekeeper::close_backup(std::uint32_t seq, std::uint64_t c) noexcept {
     }
   }
   detail::write_end(page_.backup.seq, seq);
+  return frozen;
 }
 
 void timekeeper::publish(bool resync) noexcept {
@@ -861,7 +869,8 @@ void timekeeper::publish(bool resync) noexcept {
   // Read after the odd seq is globally visible: see "Why the switch point
   // is safe" above.
   std::uint64_t c = sources_.read_counter();
-  close_backup(backup_seq, c);
+  std::uint64_t frozen_at = 0;
+  const bool frozen = close_backup(backup_seq, c, frozen_at);
   c = switch_point_after_close(c);
   const bool was_on = published_.max_delta != 0;
   // Counter behind cycle_last, stale or off: readers answered from the
@@ -890,6 +899,8 @@ void timekeeper::publish(bool resync) noexcept {
   }
   set_mono_base(next, mono, next_offsets);
   next.cycle_last = c;
+  // Before hot takes the line: stamp conversions wait for its entry.
+  history_.open();
   store_line(page_.hot, next);
   // The bounds that go with the new parameters, under the same seq (page.h).
   if (next_lead_ns_ >= 0) store(page_.lead_ns, next_lead_ns_);
@@ -897,6 +908,9 @@ void timekeeper::publish(bool resync) noexcept {
   next_lead_ns_ = next_lag_ns_ = -1;
   write_bound(next);
   detail::write_end(page_.hot.seq, seq);
+  // The update's end: readers with a counter before it may have read the
+  // backup line (docs/stamps.md).
+  history_.append(next, frozen_at, frozen, sources_.read_counter());
   next.seq = seq + 1;
   published_ = next;
 
@@ -916,7 +930,8 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   const std::uint32_t backup_seq = open_backup();
   const std::uint32_t seq = detail::write_begin(page_.hot.seq);
   std::uint64_t c = sources_.read_counter();
-  close_backup(backup_seq, c);
+  std::uint64_t frozen_at = 0;
+  const bool frozen = close_backup(backup_seq, c, frozen_at);
   c = switch_point_after_close(c);
   clock_line next = published_;
   if (published_.max_delta != 0) {
@@ -927,6 +942,7 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   }
   next.max_delta = 0;
   next.cycle_last = c;
+  history_.open();
   store_line(page_.hot, next);
   // The floor now covers the lead: fallback answers are max(kernel, floor).
   // Changed under the same seq as the floor, so no reader combines the
@@ -936,6 +952,7 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   store(page_.bound.status, static_cast<std::uint32_t>(sync_status::unknown));
   store(page_.bound.void_delta, std::uint64_t{0});
   detail::write_end(page_.hot.seq, seq);
+  history_.append(next, frozen_at, frozen, sources_.read_counter());
   next.seq = seq + 1;
   published_ = next;
   write_coarse(next, false);
@@ -1007,6 +1024,9 @@ void timekeeper::write_coarse(const clock_line& l, bool valid) noexcept {
 
 void timekeeper::fault(fallback_reason why) noexcept {
   turn_off(why);
+  // Stamps read before the jump are of another counter: they convert to
+  // an error, never to a time of this one.
+  if (why == fallback_reason::counter_jumped) history_.next_counter_epoch();
   state_ = state::backoff;
   have_last_ = false;
   backoff_until_ = sources_.read_kernel(CLOCK_MONOTONIC) + config_.recalibrate_after_ns;

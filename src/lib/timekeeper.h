@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "lib/history.h"
 #include "lib/time_sources.h"
 #include "vclock/page.h"
 
@@ -156,12 +157,15 @@ class timekeeper {
   void write_coarse(const clock_line& l, bool valid) noexcept;
   void write_bound(const clock_line& l) noexcept;
   std::uint32_t open_backup() noexcept;
-  void close_backup(std::uint32_t seq, std::uint64_t c) noexcept;
+  // Returns the counter value at which the backup froze the old line
+  // (false: it did not freeze it, the old line being stale or off).
+  bool close_backup(std::uint32_t seq, std::uint64_t c, std::uint64_t& frozen_at) noexcept;
   std::uint64_t switch_point_after_close(std::uint64_t c) noexcept;
   switch_reading read_kernel_at_switch() noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
 
   page& page_;
+  detail::history_writer history_{page_.history};  // the page's lines, for stamps
   time_sources& sources_;
   timekeeper_config config_;
   state state_ = state::idle;
