@@ -1,0 +1,204 @@
+// The tracer of `vclock run`'s vDSO handover.
+//
+// Why ptrace and a tracer that stays: the image must be in place before the
+// program's first instruction, and descendants that exec again (a script
+// running `busybox date`) must be reached too; PTRACE_O_TRACEEXEC stops each
+// exec at exactly that point, and the fork/clone options attach every
+// descendant as it is born. The tracer passes every signal on unchanged and
+// never uses PTRACE_O_EXITKILL: if it dies, the programs run on, untraced.
+//
+// Why a grandchild: `vclock run` becomes the command (exec), so its pid,
+// parent, exit status and signals stay the command's. The tracer is forked
+// twice and leaves the command's session and process group, so that no
+// terminal signal reaches it and the command never sees it as a child.
+#include "cli/run/vdso_handover.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "cli/run/tracee_registers.h"
+
+namespace vclock::cli {
+namespace {
+
+constexpr long trace_options =
+    PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE;
+
+// Why PTRACE_SEIZE failed, in the user's terms.
+std::string refusal_reason(int error, pid_t target) {
+  std::ifstream status("/proc/" + std::to_string(target) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("TracerPid:")) {
+      const long tracer = std::strtol(line.c_str() + 10, nullptr, 10);
+      if (tracer != 0) {
+        return "it is already traced (by pid " + std::to_string(tracer) +
+               ", a debugger or strace): a process has one tracer";
+      }
+    }
+  }
+  std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  if (yama >> scope && scope == 3) return "ptrace is disabled (Yama ptrace_scope 3)";
+  if (error == EPERM || error == EACCES) {
+    return std::string("ptrace is refused (") + std::strerror(error) +
+           (scope == 2 ? "; Yama ptrace_scope 2 needs CAP_SYS_PTRACE" : "; no CAP_SYS_PTRACE?") +
+           ")";
+  }
+  return std::string("ptrace failed: ") + std::strerror(error);
+}
+
+bool read_all(int fd, void* data, std::size_t size) {
+  auto* p = static_cast<unsigned char*>(data);
+  while (size > 0) {
+    const ssize_t n = read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* data, std::size_t size) {
+  return write(fd, data, size) == static_cast<ssize_t>(size);
+}
+
+void on_exec(pid_t pid, const handover_options& options, int& signal) {
+  exec_facts facts;
+  std::string error;
+  if (!read_exec_facts(pid, facts, error)) return;  // gone already
+  // setuid, setgid, file capabilities: never (as the shim: AT_SECURE).
+  if (facts.secure) return;
+  if (facts.dynamic && !options.dynamic_too) return;  // the shim serves it
+  if (!install_image(pid, options.plan, facts, signal, error)) {
+    char exe[256] = {};
+    const ssize_t n =
+        readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
+    std::fprintf(stderr, "vclock run: %s (pid %d): not given the vclock vDSO: %s\n",
+                 n > 0 ? exe : options.command.c_str(), static_cast<int>(pid), error.c_str());
+  }
+}
+
+// Follows every traced process until none is left.
+[[noreturn]] void trace(const handover_options& options) {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, __WALL);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      _exit(0);  // ECHILD: every traced process has ended
+    }
+    if (!WIFSTOPPED(status)) continue;  // ended
+    const int signal = WSTOPSIG(status);
+    const int event = status >> 16;
+    if (event == PTRACE_EVENT_EXEC) {
+      int pending = 0;
+      on_exec(pid, options, pending);
+      ptrace(PTRACE_CONT, pid, nullptr, pending);
+    } else if (event == PTRACE_EVENT_STOP) {
+      // A group stop (SIGSTOP and friends) is held as the kernel would hold
+      // it; the stop of a newly attached child just goes on.
+      const bool group_stop =
+          signal == SIGSTOP || signal == SIGTSTP || signal == SIGTTIN || signal == SIGTTOU;
+      ptrace(group_stop ? PTRACE_LISTEN : PTRACE_CONT, pid, nullptr, nullptr);
+    } else if (event != 0) {
+      ptrace(PTRACE_CONT, pid, nullptr, nullptr);  // fork, vfork, clone: already attached
+    } else {
+      ptrace(PTRACE_CONT, pid, nullptr, signal);  // a signal: delivered unchanged
+    }
+  }
+}
+
+// The tracer's side of the start: says its pid, waits for the target's
+// PR_SET_PTRACER, attaches, says how that went (0 or errno).
+[[noreturn]] void tracer_main(pid_t target, int to_tracer, int from_tracer,
+                              const handover_options& options) {
+  setsid();
+  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);  // a pipe reading the command's output must not wait for us
+  }
+  const pid_t self = getpid();
+  char go = 0;
+  if (!write_all(from_tracer, &self, sizeof(self)) || !read_all(to_tracer, &go, 1)) _exit(1);
+  int result = 0;
+  if (ptrace(PTRACE_SEIZE, target, nullptr, trace_options) != 0) result = errno;
+  write_all(from_tracer, &result, sizeof(result));
+  close(from_tracer);
+  close(to_tracer);
+  if (result != 0) _exit(0);
+  trace(options);
+}
+
+}  // namespace
+
+std::string find_vdso_image(const std::string& shim) {
+  const std::string path = shim.substr(0, shim.rfind('/') + 1) + "vclock-vdso.so";
+  return access(path.c_str(), R_OK) == 0 ? path : "";
+}
+
+bool start_handover(const handover_options& options, std::string& reason) {
+  if (!can_inject_into_tracee()) {
+    reason = "there is no vDSO handover on this architecture yet";
+    return false;
+  }
+  int to_tracer[2];
+  int from_tracer[2];
+  if (pipe2(to_tracer, O_CLOEXEC) != 0 || pipe2(from_tracer, O_CLOEXEC) != 0) {
+    reason = std::string("cannot start the tracer: ") + std::strerror(errno);
+    return false;
+  }
+  const pid_t target = getpid();
+  std::fflush(nullptr);
+  const pid_t child = fork();
+  if (child == 0) {
+    close(to_tracer[1]);
+    close(from_tracer[0]);
+    const pid_t tracer = fork();
+    if (tracer != 0) _exit(tracer > 0 ? 0 : 1);
+    tracer_main(target, to_tracer[0], from_tracer[1], options);
+  }
+  close(to_tracer[0]);
+  close(from_tracer[1]);
+  const auto fail = [&](const std::string& why) {
+    close(to_tracer[1]);
+    close(from_tracer[0]);
+    reason = why;
+    return false;
+  };
+  if (child < 0) return fail(std::string("cannot start the tracer: ") + std::strerror(errno));
+  int child_status = 0;
+  while (waitpid(child, &child_status, 0) < 0 && errno == EINTR) {
+  }
+  pid_t tracer = 0;
+  if (!read_all(from_tracer[0], &tracer, sizeof(tracer))) return fail("the tracer did not start");
+  // Yama's ptrace_scope 1 lets only an ancestor trace: name the tracer
+  // (EINVAL without Yama: nothing to do then).
+  prctl(PR_SET_PTRACER, static_cast<unsigned long>(tracer), 0, 0, 0);
+  const char go = 1;
+  int result = 0;
+  if (!write_all(to_tracer[1], &go, 1) || !read_all(from_tracer[0], &result, sizeof(result))) {
+    return fail("the tracer did not start");
+  }
+  close(to_tracer[1]);
+  close(from_tracer[0]);
+  if (result != 0) {
+    reason = refusal_reason(result, target);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace vclock::cli
