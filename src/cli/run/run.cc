@@ -208,7 +208,9 @@ bool hand_over_vdso(const std::string& shim, const std::string& ns_path, bool dy
   handover_options h;
   h.command = command;
   h.dynamic_too = dynamic_too;
-  h.plan.image = find_vdso_image(shim);
+  const std::string own = own_directory();
+  h.plan.image = find_vdso_image(shim, own + "/" + VCLOCK_SHIM_FROM_BINDIR);
+  if (h.plan.image.empty()) h.plan.image = find_vdso_image(own + "/", "");  // a build tree
   if (h.plan.image.empty()) {
     reason = "no vclock-vdso.so beside " + shim;
     return false;
@@ -408,6 +410,7 @@ int run_run(std::span<char* const> args) {
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
   const int error = errno;
+  stop_handover();
   std::fprintf(stderr, "vclock run: %s: %s\n", argv[0],
                error == ENOENT ? "command not found" : std::strerror(error));
   return error == ENOENT ? exit_not_found : exit_not_executable;

@@ -22,10 +22,12 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
 
+#include "cli/run/sanitized_program.h"
 #include "cli/run/tracee_registers.h"
 
 namespace vclock::cli {
@@ -74,20 +76,26 @@ bool write_all(int fd, const void* data, std::size_t size) {
   return write(fd, data, size) == static_cast<ssize_t>(size);
 }
 
-void on_exec(pid_t pid, const handover_options& options, int& signal) {
+pid_t started_tracer = 0;
+
+// What to do with a process at its exec: go on following it (true), or let
+// it go (false: a sanitized program, see sanitized_program.h).
+bool on_exec(pid_t pid, const handover_options& options, int& signal) {
   exec_facts facts;
   std::string error;
-  if (!read_exec_facts(pid, facts, error)) return;  // gone already
+  if (!read_exec_facts(pid, facts, error)) return true;  // gone already
+  const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+  if (facts.dynamic && has_leak_sanitizer(exe)) return false;
   // setuid, setgid, file capabilities: never (as the shim: AT_SECURE).
-  if (facts.secure) return;
-  if (facts.dynamic && !options.dynamic_too) return;  // the shim serves it
+  if (facts.secure) return true;
+  if (facts.dynamic && !options.dynamic_too) return true;  // the shim serves it
   if (!install_image(pid, options.plan, facts, signal, error)) {
-    char exe[256] = {};
-    const ssize_t n =
-        readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
+    char name[256] = {};
+    const ssize_t n = readlink(exe.c_str(), name, sizeof(name) - 1);
     std::fprintf(stderr, "vclock run: %s (pid %d): not given the vclock vDSO: %s\n",
-                 n > 0 ? exe : options.command.c_str(), static_cast<int>(pid), error.c_str());
+                 n > 0 ? name : options.command.c_str(), static_cast<int>(pid), error.c_str());
   }
+  return true;
 }
 
 // Follows every traced process until none is left.
@@ -104,8 +112,8 @@ void on_exec(pid_t pid, const handover_options& options, int& signal) {
     const int event = status >> 16;
     if (event == PTRACE_EVENT_EXEC) {
       int pending = 0;
-      on_exec(pid, options, pending);
-      ptrace(PTRACE_CONT, pid, nullptr, pending);
+      const bool follow = on_exec(pid, options, pending);
+      ptrace(follow ? PTRACE_CONT : PTRACE_DETACH, pid, nullptr, pending);
     } else if (event == PTRACE_EVENT_STOP) {
       // A group stop (SIGSTOP and friends) is held as the kernel would hold
       // it; the stop of a newly attached child just goes on.
@@ -144,9 +152,12 @@ void on_exec(pid_t pid, const handover_options& options, int& signal) {
 
 }  // namespace
 
-std::string find_vdso_image(const std::string& shim) {
-  const std::string path = shim.substr(0, shim.rfind('/') + 1) + "vclock-vdso.so";
-  return access(path.c_str(), R_OK) == 0 ? path : "";
+std::string find_vdso_image(const std::string& shim, const std::string& beside_shim_install) {
+  for (const std::string& dir : {shim.substr(0, shim.rfind('/')), beside_shim_install}) {
+    const std::string path = dir + "/vclock-vdso.so";
+    if (!dir.empty() && access(path.c_str(), R_OK) == 0) return path;
+  }
+  return "";
 }
 
 bool start_handover(const handover_options& options, std::string& reason) {
@@ -198,7 +209,24 @@ bool start_handover(const handover_options& options, std::string& reason) {
     reason = refusal_reason(result, target);
     return false;
   }
+  started_tracer = tracer;
   return true;
+}
+
+void stop_handover() {
+  if (started_tracer <= 0) return;
+  kill(started_tracer, SIGKILL);  // its tracees are let go as it dies
+  started_tracer = 0;
+  // Until the kernel has let go: this process may go on to use ptrace
+  // itself (LeakSanitizer at exit).
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line) && !line.starts_with("TracerPid:")) {
+    }
+    if (std::strtol(line.c_str() + 10, nullptr, 10) == 0) return;
+    usleep(5000);
+  }
 }
 
 }  // namespace vclock::cli

@@ -24,9 +24,15 @@ struct handover_options {
 // no capability, this process already traced) or the tracer cannot start.
 bool start_handover(const handover_options& options, std::string& reason);
 
+// Ends the tracer start_handover() started (the command could not be
+// executed): this process is no longer traced when it returns.
+void stop_handover();
+
 // vclock-vdso.so beside the shim `vclock run` found (its install and its
-// build tree both put them together); "" if there is none.
-std::string find_vdso_image(const std::string& shim);
+// build tree both put them together), else in `beside_shim_install` (where
+// the installed shim would be: --shim may name a copy elsewhere); "" if
+// there is none.
+std::string find_vdso_image(const std::string& shim, const std::string& beside_shim_install);
 
 }  // namespace vclock::cli
 
