@@ -154,7 +154,7 @@ bool on_exec(pid_t pid, const handover_options& options, int& signal) {
 
 std::string find_vdso_image(const std::string& shim, const std::string& beside_shim_install) {
   for (const std::string& dir : {shim.substr(0, shim.rfind('/')), beside_shim_install}) {
-    const std::string path = dir + "/vclock-vdso.so";
+    std::string path = dir + "/vclock-vdso.so";
     if (!dir.empty() && access(path.c_str(), R_OK) == 0) return path;
   }
   return "";
