@@ -146,6 +146,13 @@ if command -v go >/dev/null; then
     else
       fail "go --realtime +1d: time.Since across a 10 ms time.Sleep: '$out'"
     fi
+    out=$(GOMAXPROCS=2 "$vclock" run --realtime +1d -- "$work/go_probe" threads)
+    rc=$?
+    if ((rc == 0)) && [[ $(field "$out" threads_ok) == true ]]; then
+      pass "go, GOMAXPROCS=2, 4 goroutines reading time for 2 s: monotonic, no crash"
+    else
+      fail "go, GOMAXPROCS=2, 4 goroutines: exit $rc, '$out'"
+    fi
   else
     skip "go build failed: $(head -c 200 "$work/go.err")"
   fi
