@@ -190,19 +190,27 @@ bool start_handover(const handover_options& options, std::string& reason) {
     return false;
   };
   if (child < 0) return fail(std::string("cannot start the tracer: ") + std::strerror(errno));
-  int child_status = 0;
-  while (waitpid(child, &child_status, 0) < 0 && errno == EINTR) {
-  }
+  // The intermediate child is reaped after the handshake (it exits
+  // meanwhile), never left for the command to find among its children.
+  const auto reap = [child] {
+    int child_status = 0;
+    while (waitpid(child, &child_status, 0) < 0 && errno == EINTR) {
+    }
+  };
   pid_t tracer = 0;
-  if (!read_all(from_tracer[0], &tracer, sizeof(tracer))) return fail("the tracer did not start");
+  if (!read_all(from_tracer[0], &tracer, sizeof(tracer))) {
+    reap();
+    return fail("the tracer did not start");
+  }
   // Yama's ptrace_scope 1 lets only an ancestor trace: name the tracer
   // (EINVAL without Yama: nothing to do then).
   prctl(PR_SET_PTRACER, static_cast<unsigned long>(tracer), 0, 0, 0);
   const char go = 1;
   int result = 0;
-  if (!write_all(to_tracer[1], &go, 1) || !read_all(from_tracer[0], &result, sizeof(result))) {
-    return fail("the tracer did not start");
-  }
+  const bool answered =
+      write_all(to_tracer[1], &go, 1) && read_all(from_tracer[0], &result, sizeof(result));
+  reap();
+  if (!answered) return fail("the tracer did not start");
   close(to_tracer[1]);
   close(from_tracer[0]);
   if (result != 0) {
