@@ -160,6 +160,20 @@ else
   skip "go: not here (golang-go)"
 fi
 
+# The image reads what the shim would read in that process: its environment at exec. A command
+# that leaves the namespace (unsets VCLOCK_NS) or disables vclock gets the host's time.
+if [[ ${#probes[@]} -gt 0 ]]; then
+  p=${probes[0]}
+  for how in "-u VCLOCK_NS" "VCLOCK_DISABLE=1"; do
+    before=$(date +%s%N)
+    # shellcheck disable=SC2086 # two words for env
+    out=$("$vclock" run --realtime +1d -- env $how "$work/$p")
+    after=$(date +%s%N)
+    in_bracket "env $how under --realtime +1d: the host's time" "$(field "$out" realtime)" \
+      "$before" "$after"
+  done
+fi
+
 # --- never silent: ptrace refused ---------------------------------------------------------
 if [[ ${#probes[@]} -gt 0 ]] && command -v strace >/dev/null; then
   p=${probes[0]}

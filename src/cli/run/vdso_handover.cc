@@ -29,6 +29,7 @@
 
 #include "cli/run/sanitized_program.h"
 #include "cli/run/tracee_registers.h"
+#include "timens/store.h"
 
 namespace vclock::cli {
 namespace {
@@ -78,6 +79,37 @@ bool write_all(int fd, const void* data, std::size_t size) {
 
 pid_t started_tracer = 0;
 
+// The plan for one process, from its environment as its exec left it, as
+// the shim would read it there: VCLOCK_DISABLE=1 (nothing: false),
+// VCLOCK_PAGE (off, or another page), VCLOCK_NS (another namespace, or none
+// once unset: a command may leave the namespace as it may under the shim).
+bool plan_for(pid_t pid, const image_plan& base, image_plan& plan) {
+  plan = base;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string entry;
+  bool have_ns = false;
+  while (std::getline(in, entry, '\0')) {
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = entry.substr(0, eq);
+    const std::string value = entry.substr(eq + 1);
+    if (key == "VCLOCK_DISABLE" && value == "1") return false;
+    if (key == "VCLOCK_PAGE") {
+      if (value == "off") {
+        plan.host_page.clear();
+      } else if (!value.empty() && value[0] == '/' && value != base.host_page) {
+        plan.host_page = access(value.c_str(), R_OK) == 0 ? value : "";
+      }
+    }
+    if (key == "VCLOCK_NS" && !value.empty()) {
+      have_ns = true;
+      if (value != base.ns_page) plan.ns_page = timens::timens_file_of(value);
+    }
+  }
+  if (!have_ns) plan.ns_page.clear();
+  return true;
+}
+
 // What to do with a process at its exec: go on following it (true), or let
 // it go (false: a sanitized program, see sanitized_program.h).
 bool on_exec(pid_t pid, const handover_options& options, int& signal) {
@@ -89,7 +121,9 @@ bool on_exec(pid_t pid, const handover_options& options, int& signal) {
   // setuid, setgid, file capabilities: never (as the shim: AT_SECURE).
   if (facts.secure) return true;
   if (facts.dynamic && !options.dynamic_too) return true;  // the shim serves it
-  if (!install_image(pid, options.plan, facts, signal, error)) {
+  image_plan plan;
+  if (!plan_for(pid, options.plan, plan)) return true;
+  if (!install_image(pid, plan, facts, signal, error)) {
     char name[256] = {};
     const ssize_t n = readlink(exe.c_str(), name, sizeof(name) - 1);
     std::fprintf(stderr, "vclock run: %s (pid %d): not given the vclock vDSO: %s\n",
