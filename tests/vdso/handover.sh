@@ -134,7 +134,7 @@ if command -v go >/dev/null; then
   mkdir -p "$work/go"
   cp "$here/go_probe.go" "$work/go/main.go"
   printf 'module goprobe\n\ngo 1.19\n' >"$work/go/go.mod"
-  if (cd "$work/go" && GOCACHE=$work/go/cache GOPATH=$work/go/path GOFLAGS= GOPROXY=off \
+  if (cd "$work/go" && GOCACHE=$work/go/cache GOPATH=$work/go/path GOFLAGS='' GOPROXY=off \
     CGO_ENABLED=0 go build -o "$work/go_probe" . 2>"$work/go.err"); then
     before=$(date +%s%N)
     out=$("$vclock" run --realtime +1d -- "$work/go_probe")
