@@ -174,6 +174,25 @@ if [[ ${#probes[@]} -gt 0 ]]; then
   done
 fi
 
+# Signals arriving while the image is installed (SIGWINCH, ignored by default, sent in a tight
+# loop from the moment the command starts): held and passed on, the image still installed.
+if [[ ${#probes[@]} -gt 0 ]]; then
+  p=${probes[0]}
+  for try in 1 2 3; do
+    before=$(date +%s%N)
+    "$vclock" run --realtime +1d -- "$work/$p" >"$work/storm.out" &
+    pid=$!
+    bg_pids+=("$pid")
+    while kill -WINCH "$pid" 2>/dev/null; do :; done
+    wait "$pid"
+    rc=$?
+    after=$(date +%s%N)
+    ((rc == 0)) || fail "SIGWINCH storm $try: exit $rc"
+    in_bracket "SIGWINCH storm $try: --realtime +1d" "$(field "$(cat "$work/storm.out")" realtime)" \
+      $((before + day)) $((after + day))
+  done
+fi
+
 # --- never silent: ptrace refused ---------------------------------------------------------
 if [[ ${#probes[@]} -gt 0 ]] && command -v strace >/dev/null; then
   p=${probes[0]}

@@ -266,14 +266,12 @@ bool prepare_image_plan(image_plan& plan, std::string& error) {
   return true;
 }
 
-bool install_image(pid_t pid, const image_plan& plan, const exec_facts& facts, int& signal,
-                   std::string& error) {
+bool install_image(pid_t pid, const image_plan& plan, const exec_facts& facts, std::string& error) {
   installer in(pid, plan);
   if (!in.calls().begin(pid, error)) return false;
   const bool ok = in.run(facts, error);
   std::string finish_error;
   const bool restored = in.calls().finish(finish_error);
-  signal = in.calls().pending_signal();
   if (!restored && ok) error = finish_error;
   return ok && restored;
 }

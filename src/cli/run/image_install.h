@@ -33,10 +33,9 @@ bool read_exec_facts(pid_t pid, exec_facts& facts, std::string& error);
 bool prepare_image_plan(image_plan& plan, std::string& error);
 
 // Installs the image into `pid`, stopped at PTRACE_EVENT_EXEC. On failure
-// the process is left as the kernel made it (its own vDSO). `signal`: one
-// that arrived meanwhile, for the caller to deliver when it resumes it.
-bool install_image(pid_t pid, const image_plan& plan, const exec_facts& facts, int& signal,
-                   std::string& error);
+// the process is left as the kernel made it (its own vDSO). Signals that
+// arrived meanwhile are pending again when it returns.
+bool install_image(pid_t pid, const image_plan& plan, const exec_facts& facts, std::string& error);
 
 }  // namespace vclock::cli
 

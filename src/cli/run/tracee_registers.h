@@ -20,7 +20,8 @@ bool can_inject_into_tracee() noexcept;
 // PTRACE_EVENT_EXEC (before its first instruction). begin() saves its
 // registers and the code at its entry and puts a small stub there;
 // finish() puts both back, so that the program starts as the kernel left
-// it. Signals that arrive meanwhile are kept for the caller to deliver.
+// it. Signals that arrive meanwhile are held back and queued to it again
+// by finish() (the same signals; their sender's details are lost).
 class tracee_calls {
  public:
   bool begin(pid_t pid, std::string& error);
@@ -30,15 +31,14 @@ class tracee_calls {
             std::string& error);
   bool finish(std::string& error);
   std::uint64_t stack_pointer() const { return stack_pointer_; }
-  // A signal that reached the tracee during the calls (0: none), to pass on.
-  int pending_signal() const { return pending_signal_; }
 
  private:
   pid_t pid_ = 0;
   std::uint64_t entry_ = 0;
   std::uint64_t saved_code_ = 0;
   std::uint64_t stack_pointer_ = 0;
-  int pending_signal_ = 0;
+  int held_signals_[16] = {};
+  int held_count_ = 0;
   alignas(8) unsigned char saved_registers_[512] = {};
 };
 

@@ -12,11 +12,14 @@
 // restores the code and every register (rax 0: execve's own result).
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "cli/run/tracee_registers.h"
 
@@ -114,9 +117,11 @@ bool tracee_calls::call(long nr, std::initializer_list<std::uint64_t> args, std:
       result = static_cast<std::int64_t>(regs.rax);
       return true;
     }
-    // A signal on its way in (kept, delivered when the program starts), or
-    // a stop of ptrace's own: run on to the stub's trap.
-    if (event == 0 && pending_signal_ == 0) pending_signal_ = signal;
+    // A signal on its way in (held, queued again by finish()), or a stop
+    // of ptrace's own: run on to the stub's trap.
+    if (event == 0 && held_count_ < static_cast<int>(std::size(held_signals_))) {
+      held_signals_[held_count_++] = signal;
+    }
     if (ptrace(PTRACE_CONT, pid_, nullptr, nullptr) != 0) {
       error = std::string("cannot run the tracee: ") + std::strerror(errno);
       return false;
@@ -134,6 +139,9 @@ bool tracee_calls::finish(std::string& error) {
     error = std::string("cannot restore the tracee's registers: ") + std::strerror(errno);
     return false;
   }
+  // Pending again: each reaches the program, through the tracer, when it runs.
+  for (int i = 0; i < held_count_; ++i) syscall(SYS_tgkill, pid_, pid_, held_signals_[i]);
+  held_count_ = 0;
   return true;
 }
 

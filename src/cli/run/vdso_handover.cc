@@ -112,7 +112,7 @@ bool plan_for(pid_t pid, const image_plan& base, image_plan& plan) {
 
 // What to do with a process at its exec: go on following it (true), or let
 // it go (false: a sanitized program, see sanitized_program.h).
-bool on_exec(pid_t pid, const handover_options& options, int& signal) {
+bool on_exec(pid_t pid, const handover_options& options) {
   exec_facts facts;
   std::string error;
   if (!read_exec_facts(pid, facts, error)) return true;  // gone already
@@ -123,7 +123,7 @@ bool on_exec(pid_t pid, const handover_options& options, int& signal) {
   if (facts.dynamic && !options.dynamic_too) return true;  // the shim serves it
   image_plan plan;
   if (!plan_for(pid, options.plan, plan)) return true;
-  if (!install_image(pid, plan, facts, signal, error)) {
+  if (!install_image(pid, plan, facts, error)) {
     char name[256] = {};
     const ssize_t n = readlink(exe.c_str(), name, sizeof(name) - 1);
     std::fprintf(stderr, "vclock run: %s (pid %d): not given the vclock vDSO: %s\n",
@@ -145,9 +145,8 @@ bool on_exec(pid_t pid, const handover_options& options, int& signal) {
     const int signal = WSTOPSIG(status);
     const int event = status >> 16;
     if (event == PTRACE_EVENT_EXEC) {
-      int pending = 0;
-      const bool follow = on_exec(pid, options, pending);
-      ptrace(follow ? PTRACE_CONT : PTRACE_DETACH, pid, nullptr, pending);
+      const bool follow = on_exec(pid, options);
+      ptrace(follow ? PTRACE_CONT : PTRACE_DETACH, pid, nullptr, nullptr);
     } else if (event == PTRACE_EVENT_STOP) {
       // A group stop (SIGSTOP and friends) is held as the kernel would hold
       // it; the stop of a newly attached child just goes on.
