@@ -264,6 +264,25 @@ if [[ ${#probes[@]} -gt 0 ]]; then
     fail "vclock status --pid: does not say the image: $status"
   fi
   wait "$pid"
+  # A dynamic program keeps the shim, unless --vdso gives it the image too.
+  if "$cc" -O2 -o "$work/dynamic_probe" "$here/static_probe.c" 2>/dev/null; then
+    for opt in "" --vdso; do
+      "$vclock" run ${opt:+"$opt"} --realtime +1d -- "$work/dynamic_probe" 3 >/dev/null &
+      pid=$!
+      bg_pids+=("$pid")
+      sleep 1
+      status=$("$vclock" status --pid "$pid" 2>&1)
+      wait "$pid"
+      if grep -q "vclock-vdso.so" <<<"$status"; then has=image; else has=shim; fi
+      want=shim
+      [[ $opt == --vdso ]] && want=image
+      if [[ $has == "$want" ]]; then
+        pass "a dynamic program under vclock run ${opt:-(no --vdso)}: the $want"
+      else
+        fail "a dynamic program under vclock run ${opt:-(no --vdso)}: $status"
+      fi
+    done
+  fi
   plain=$("$vclock" status --pid $$ 2>&1)
   if grep -q "vclock-vdso.so" <<<"$plain"; then
     fail "vclock status --pid of this shell names the image: $plain"
