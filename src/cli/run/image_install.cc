@@ -227,6 +227,20 @@ class installer {
 }  // namespace
 
 bool read_exec_facts(pid_t pid, exec_facts& facts, std::string& error) {
+  const auto header_of = [](const std::string& path, Elf64_Ehdr& eh) {
+    std::ifstream file(path, std::ios::binary);
+    return static_cast<bool>(file.read(reinterpret_cast<char*>(&eh), sizeof(eh))) &&
+           std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0;
+  };
+  Elf64_Ehdr own{};
+  Elf64_Ehdr theirs{};
+  // A file this process may not read (execute-only) counts as native; the
+  // register layer checks the mode again before it makes any call.
+  facts.native =
+      !header_of("/proc/self/exe", own) ||
+      !header_of("/proc/" + std::to_string(pid) + "/exe", theirs) ||
+      (theirs.e_ident[EI_CLASS] == own.e_ident[EI_CLASS] && theirs.e_machine == own.e_machine);
+  if (!facts.native) return true;  // its auxv is not in this layout: nothing more to read
   std::ifstream in("/proc/" + std::to_string(pid) + "/auxv", std::ios::binary);
   std::uint64_t pair[2] = {};
   bool any = false;

@@ -23,6 +23,9 @@ struct image_plan {
 
 // The kernel's auxv of a process at its exec (/proc/PID/auxv).
 struct exec_facts {
+  // The program is of this build's own ELF class and machine (a 32-bit
+  // program on x86-64 is not: another system call convention; left alone).
+  bool native = false;
   bool secure = false;            // AT_SECURE: setuid, setgid, file capabilities
   bool dynamic = false;           // AT_BASE != 0: it has an interpreter
   std::uint64_t kernel_vdso = 0;  // AT_SYSINFO_EHDR as the kernel gave it (0: none)

@@ -57,6 +57,13 @@ bool tracee_calls::begin(pid_t pid, std::string& error) {
     error = std::string("cannot read the tracee's registers: ") + std::strerror(errno);
     return false;
   }
+  // The 64-bit user code segment: a 32-bit program would need int 0x80 and
+  // other call numbers (and has another auxv layout).
+  constexpr std::uint64_t user_code_segment_64 = 0x33;
+  if (regs.cs != user_code_segment_64) {
+    error = "not a 64-bit program";
+    return false;
+  }
   std::memcpy(saved_registers_, &regs, sizeof(regs));
   entry_ = regs.rip;
   stack_pointer_ = regs.rsp;

@@ -116,6 +116,7 @@ bool on_exec(pid_t pid, const handover_options& options) {
   exec_facts facts;
   std::string error;
   if (!read_exec_facts(pid, facts, error)) return true;  // gone already
+  if (!facts.native) return true;                        // a 32-bit program: the kernel's vDSO
   const std::string exe = "/proc/" + std::to_string(pid) + "/exe";
   if (facts.dynamic && has_leak_sanitizer(exe)) return false;
   // setuid, setgid, file capabilities: never (as the shim: AT_SECURE).
