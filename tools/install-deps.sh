@@ -18,6 +18,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build_packages=(cmake ninja-build g++ libgtest-dev libbenchmark-dev pkg-config)
 test_packages=(clang-format clang-tidy systemd clang libclang-rt-14-dev libjemalloc2 libfaketime help2man)
+# The vDSO handover's test (tests/vdso/handover.sh): static probes, busybox, Go, strace.
+test_packages+=(busybox-static musl-tools golang-go strace)
 
 only_build=false
 case ${1:-} in

@@ -214,6 +214,8 @@ if unshare -T --monotonic 1 --fork -- true 2>/dev/null; then
     unpriv=$work/unpriv
     mkdir -m 755 "$unpriv"
     cp "$vclock" "$(dirname "$vclock")/vclockd" "$shim" "$probe" "$unpriv/"
+    # The vDSO image `vclock run` hands static programs, beside the shim (docs/vdso.md).
+    [[ -e $(dirname "$vclock")/vclock-vdso.so ]] && cp "$(dirname "$vclock")/vclock-vdso.so" "$unpriv/"
     chmod 755 "$unpriv"/*
     if setpriv --reuid=65534 --regid=65534 --clear-groups unshare -U -T --fork -- true \
       2>/dev/null; then

@@ -21,6 +21,8 @@
 
 #include "cli/run/exit_cleaner.h"
 #include "cli/run/private_daemon.h"
+#include "cli/run/vdso_handover.h"
+#include "lib/ordering.h"
 #include "lib/runtime.h"
 #include "lib/timens_join.h"
 #include "timens/kernel_timens.h"
@@ -104,6 +106,11 @@ void print_help() {
       "  --kernel-timens       also run CMD in a kernel time namespace with the --monotonic and\n"
       "                        --boottime offsets, so that static and Go programs and raw\n"
       "                        system calls see those two (not the rate, not REALTIME)\n"
+      "  --vdso                give dynamic programs the vclock vDSO too (static ones get it\n"
+      "                        by default: the shim cannot reach them)\n"
+      "  --no-vdso             no vDSO handover: static and Go programs read the host's time\n"
+      "  --allow-unreached     with time options, run CMD even where static programs cannot\n"
+      "                        be reached (ptrace refused): they read the host's time\n"
       "  --help                this text\n"
       "time options:\n%s",
       timens::time_options_help("run").c_str());
@@ -192,6 +199,32 @@ void reexec_single_threaded(std::span<char* const> args) {
   execv("/proc/self/exe", argv.data());
 }
 
+enum class handover_mode { off, static_programs, all_programs };
+
+// Starts the tracer that gives static programs (all with --vdso) the vclock
+// vDSO image, serving the page and the namespace the shim would read.
+bool hand_over_vdso(const std::string& shim, const std::string& ns_path, bool dynamic_too,
+                    const char* command, std::string& reason) {
+  handover_options h;
+  h.command = command;
+  h.dynamic_too = dynamic_too;
+  const std::string own = own_directory();
+  h.plan.image = find_vdso_image(shim, own + "/" + VCLOCK_SHIM_FROM_BINDIR);
+  if (h.plan.image.empty()) h.plan.image = find_vdso_image(own + "/", "");  // a build tree
+  if (h.plan.image.empty()) {
+    reason = "no vclock-vdso.so beside " + shim;
+    return false;
+  }
+  const char* page = std::getenv("VCLOCK_PAGE");
+  if (page == nullptr && detail::current_source() == detail::page_source::shared) {
+    page = detail::page_path();
+  }
+  if (page != nullptr && page[0] == '/' && access(page, R_OK) == 0) h.plan.host_page = page;
+  h.plan.ns_page = ns_path;
+  h.plan.ordering = static_cast<std::uint32_t>(chosen_ordering());
+  return prepare_image_plan(h.plan, reason) && start_handover(h, reason);
+}
+
 }  // namespace
 
 std::string preload_with_shim(const std::string& shim, const char* existing) {
@@ -225,6 +258,8 @@ int run_run(std::span<char* const> args) {
   std::string shim_option;
   timens::time_options options;
   bool kernel_timens = false;
+  handover_mode handover = handover_mode::static_programs;
+  bool allow_unreached = false;
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string_view a = args[i];
@@ -238,6 +273,14 @@ int run_run(std::span<char* const> args) {
     }
     if (a == "--kernel-timens") {
       kernel_timens = true;
+      continue;
+    }
+    if (a == "--vdso" || a == "--no-vdso") {
+      handover = a == "--vdso" ? handover_mode::all_programs : handover_mode::off;
+      continue;
+    }
+    if (a == "--allow-unreached") {
+      allow_unreached = true;
       continue;
     }
     if (a == "--shim" || a.starts_with("--shim=")) {
@@ -345,11 +388,29 @@ int run_run(std::span<char* const> args) {
     std::fprintf(stderr, "vclock run: cannot set LD_PRELOAD: %s\n", std::strerror(errno));
     return exit_no_shim;
   }
+  if (handover != handover_mode::off) {
+    std::string reason;
+    if (!hand_over_vdso(shim, ns_path, handover == handover_mode::all_programs, args[i], reason)) {
+      // Never silent (issue 22): asked for virtual time, the user learns
+      // that static programs would not get it, before anything runs.
+      if ((options.changes_clocks() || !options.ns.empty()) && !allow_unreached) {
+        std::fprintf(stderr,
+                     "vclock run: %s: static and Go programs cannot be given virtual time: %s "
+                     "(--allow-unreached runs it anyway, --no-vdso without trying)\n",
+                     args[i], reason.c_str());
+        return exit_no_shim;
+      }
+      std::fprintf(stderr,
+                   "vclock run: %s: static and Go programs it runs read the host's time: %s\n",
+                   args[i], reason.c_str());
+    }
+  }
   std::fflush(nullptr);
   std::vector<char*> argv(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
   const int error = errno;
+  stop_handover();
   std::fprintf(stderr, "vclock run: %s: %s\n", argv[0],
                error == ENOENT ? "command not found" : std::strerror(error));
   return error == ENOENT ? exit_not_found : exit_not_executable;

@@ -19,6 +19,7 @@
 #include "tool/args.h"
 #include "tool/json.h"
 #include "vclock/page.h"
+#include "vdso/image_config.h"
 
 namespace vclock::cli {
 namespace {
@@ -44,6 +45,21 @@ bool looks_like_page(unsigned long begin, unsigned long end, const std::string& 
 }
 
 std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// The image's config page lies right before its mapping (src/vdso/image_config.h).
+void read_image_config(const std::string& proc, unsigned long image_at, process_clock_status& s) {
+  const int fd = open((proc + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  vdso::config_page config{};
+  const auto at = static_cast<off_t>(image_at - vdso::config_page_size);
+  if (pread(fd, &config, sizeof(config), at) == static_cast<ssize_t>(sizeof(config)) &&
+      config.config.magic == vdso::config_magic) {
+    s.vdso_configured = true;
+    s.vdso_served = config.stats.served;
+    s.vdso_fallback = config.stats.fallback;
+  }
+  close(fd);
+}
 
 }  // namespace
 
@@ -74,6 +90,9 @@ process_clock_status inspect_process(pid_t pid) {
       s.shim = path;
     } else if (base.starts_with("libvclock.so")) {
       s.library = path;
+    } else if (base == "vclock-vdso.so" && perms.find('x') != std::string::npos) {
+      s.vdso_image = path;
+      read_image_config(proc, begin, s);
     } else if (looks_like_page(begin, end, path)) {
       s.pages.push_back(path);
     }
@@ -90,6 +109,7 @@ void print_process_status(pid_t pid, const process_clock_status& s, bool json) {
         .field("exe", s.exe)
         .field("shim", s.shim)
         .field("library", s.library)
+        .field("vdso_image", s.vdso_image)
         .field("page", s.pages.empty() ? std::string() : s.pages.front())
         .end_object();
     std::fputs(j.str().c_str(), stdout);
@@ -100,6 +120,14 @@ void print_process_status(pid_t pid, const process_clock_status& s, bool json) {
   t.row().left("exe").left(s.exe);
   t.row().left("shim").left(s.shim.empty() ? "not loaded" : s.shim);
   t.row().left("library").left(s.library.empty() ? "not loaded" : s.library);
+  std::string image = "not mapped (the kernel's vDSO)";
+  if (!s.vdso_image.empty()) {
+    image = s.vdso_image + (s.vdso_configured
+                                ? " (served " + std::to_string(s.vdso_served) + ", fallback " +
+                                      std::to_string(s.vdso_fallback) + ")"
+                                : "");
+  }
+  t.row().left("vdso image").left(image);
   // Without a daemon's page the shim passes every call to the kernel; the
   // library has a timekeeper of its own (or the kernel).
   std::string page = "none mapped";

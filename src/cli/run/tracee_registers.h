@@ -1,0 +1,47 @@
+// System calls made inside a traced process stopped at its exec, for the
+// vDSO handover (vdso_handover.h): the register-level part, one file per
+// architecture (tracee_registers_x86_64.cc; tracee_registers_none.cc where
+// there is none yet), chosen by CMake.
+#ifndef VCLOCK_SRC_CLI_RUN_TRACEE_REGISTERS_H_
+#define VCLOCK_SRC_CLI_RUN_TRACEE_REGISTERS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace vclock::cli {
+
+// False where this build cannot make calls in a tracee (no arch file yet).
+bool can_inject_into_tracee() noexcept;
+
+// One session of injected calls in a tracee that the caller has stopped at
+// PTRACE_EVENT_EXEC (before its first instruction). begin() saves its
+// registers and the code at its entry and puts a small stub there;
+// finish() puts both back, so that the program starts as the kernel left
+// it. Signals that arrive meanwhile are held back and queued to it again
+// by finish() (the same signals; their sender's details are lost).
+class tracee_calls {
+ public:
+  bool begin(pid_t pid, std::string& error);
+  // System call `nr` with up to six arguments in the tracee: its return
+  // value (or -errno) in `result`. False if the tracee could not be run.
+  bool call(long nr, std::initializer_list<std::uint64_t> args, std::int64_t& result,
+            std::string& error);
+  bool finish(std::string& error);
+  std::uint64_t stack_pointer() const { return stack_pointer_; }
+
+ private:
+  pid_t pid_ = 0;
+  std::uint64_t entry_ = 0;
+  std::uint64_t saved_code_ = 0;
+  std::uint64_t stack_pointer_ = 0;
+  int held_signals_[16] = {};
+  int held_count_ = 0;
+  alignas(8) unsigned char saved_registers_[512] = {};
+};
+
+}  // namespace vclock::cli
+
+#endif  // VCLOCK_SRC_CLI_RUN_TRACEE_REGISTERS_H_

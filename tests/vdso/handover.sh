@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# `vclock run`'s vDSO handover (issue 22, docs/vdso.md): static programs, which no LD_PRELOAD
+# shim reaches, get the vclock vDSO image and so the command's virtual time. Builds its probes
+# here: static_probe.c with glibc -static, musl-gcc -static and -static-pie, go_probe.go with
+# `go build`, plus busybox-static's `date`, directly and from `sh -c`. Also: ptrace refused
+# (run under `strace -f`) is never silent, and a setuid program keeps the host's time.
+#   usage: handover.sh VCLOCK
+# Exit 0 all passed, 1 a case failed, 77 none failed but some could not run here (no compiler,
+# no busybox-static, not root...), with the reasons on the last line.
+set -uo pipefail
+
+vclock=$1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../support/results.sh
+source "${here}/../support/results.sh"
+unset VCLOCK_NS VCLOCK_PAGE LD_PRELOAD
+
+if [[ ! -e $(dirname "$vclock")/vclock-vdso.so ]]; then
+  echo "SKIP: no vclock-vdso.so beside $vclock (VCLOCK_BUILD_VDSO off: not x86-64)"
+  exit 77
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/vclock-handover-test.XXXXXX")
+chmod 755 "$work"
+export TMPDIR=$work/tmp
+mkdir -m 1777 "$TMPDIR"
+bg_pids=()
+cleanup() {
+  for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+day=$((86400 * 1000000000))
+hour=$((3600 * 1000000000))
+# The bracket's slack: vclock's page may lead or trail the kernel by its error, tens of ns;
+# 100 us is ample and still far below any offset tested (1 h, 1 d). A reading in whole
+# seconds (`date +%s`) is widened by its grain, 1 s, below.
+slack=100000
+field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$1"; }
+# in_bracket TAG VALUE LOW HIGH (ns): LOW - slack <= VALUE <= HIGH + slack
+in_bracket() {
+  local tag=$1 v=$2 lo=$3 hi=$4
+  if [[ ! $v =~ ^[0-9]+$ ]]; then
+    fail "$tag: no reading ('$v')"
+  elif ((v >= lo - slack && v <= hi + slack)); then
+    pass "$tag: $(((v - lo) / 1000)) us into the bracket [$lo, $hi]"
+  else
+    fail "$tag: $v outside the bracket [$lo, $hi] ($(((v - lo) / 1000000)) ms from its start)"
+  fi
+}
+
+# --- the probes ---------------------------------------------------------------------------
+probes=()
+cc=${CC:-cc}
+if "$cc" -O2 -static -o "$work/glibc_static" "$here/static_probe.c" 2>"$work/cc.err"; then
+  probes+=(glibc_static)
+else
+  skip "glibc -static: cannot link ($(head -c 200 "$work/cc.err"))"
+fi
+if "$cc" -O2 -static-pie -fPIE -o "$work/static_pie" "$here/static_probe.c" 2>"$work/cc.err"; then
+  probes+=(static_pie)
+else
+  skip "static-pie: cannot link ($(head -c 200 "$work/cc.err"))"
+fi
+if command -v musl-gcc >/dev/null && musl-gcc -O2 -static -o "$work/musl_static" \
+  "$here/static_probe.c" 2>"$work/cc.err"; then
+  probes+=(musl_static)
+else
+  skip "musl-gcc -static: not here (musl-tools)"
+fi
+
+# Each static probe under --realtime +1d and --monotonic +1h: its clocks inside the kernel's
+# bracket (a plain run of the same probe, which reads the kernel's vDSO, before and after),
+# moved by the offset; and AT_SYSINFO_EHDR no longer the kernel's.
+for p in "${probes[@]}"; do
+  before=$("$work/$p")
+  out=$("$vclock" run --realtime +1d -- "$work/$p")
+  after=$("$work/$p")
+  in_bracket "$p --realtime +1d: realtime" "$(field "$out" realtime)" \
+    $(($(field "$before" realtime) + day)) $(($(field "$after" realtime) + day))
+  in_bracket "$p --realtime +1d: monotonic unmoved" "$(field "$out" monotonic)" \
+    "$(field "$before" monotonic)" "$(field "$after" monotonic)"
+  before=$("$work/$p")
+  out=$("$vclock" run --monotonic +1h -- "$work/$p")
+  after=$("$work/$p")
+  in_bracket "$p --monotonic +1h: monotonic" "$(field "$out" monotonic)" \
+    $(($(field "$before" monotonic) + hour)) $(($(field "$after" monotonic) + hour))
+  in_bracket "$p --monotonic +1h: realtime unmoved" "$(field "$out" realtime)" \
+    "$(field "$before" realtime)" "$(field "$after" realtime)"
+done
+
+# A rate and a freeze reach a static program's clocks (its sleeps stay real: docs/vdso.md).
+# --frozen: both readings equal, across a real 20 ms sleep. --rate 2: at least 40 ms between
+# them (twice the 20 ms the kernel slept at least; a plain run's is 20 ms and more, so the
+# check is one-sided: it fails when the rate is lost and the machine is not slowed to 2x).
+for p in "${probes[@]}"; do
+  out=$("$vclock" run --frozen -- "$work/$p")
+  first=$(field "$out" realtime) later=$(field "$out" later)
+  if [[ $first =~ ^[0-9]+$ ]] && ((later == first)); then
+    pass "$p --frozen: REALTIME stands still across a 20 ms sleep"
+  else
+    fail "$p --frozen: '$out'"
+  fi
+  out=$("$vclock" run --rate 2 -- "$work/$p")
+  first=$(field "$out" realtime) later=$(field "$out" later)
+  if [[ $first =~ ^[0-9]+$ ]] && ((later - first >= 40000000)); then
+    pass "$p --rate 2: $(((later - first) / 1000)) us of REALTIME across a 20 ms sleep"
+  else
+    fail "$p --rate 2: '$out'"
+  fi
+done
+
+# busybox-static's date (seconds: the bracket widened by a second below), directly and from a
+# shell that runs it: a descendant that execs again is reached too.
+busybox=$(command -v busybox)
+if [[ -n $busybox ]] && ! file -L "$busybox" 2>/dev/null | grep -q 'dynamically linked'; then
+  for how in direct "sh -c"; do
+    before=$(date +%s%N)
+    if [[ $how == direct ]]; then
+      out=$("$vclock" run --realtime +1d -- "$busybox" date +%s)
+    else
+      out=$("$vclock" run --realtime +1d -- sh -c "'$busybox' date +%s")
+    fi
+    after=$(date +%s%N)
+    in_bracket "busybox date ($how) --realtime +1d" "${out}000000000" \
+      $((before + day - 1000000000)) $((after + day))
+  done
+else
+  skip "busybox-static: not here"
+fi
+
+# Go: its runtime calls the vDSO itself.
+if command -v go >/dev/null; then
+  mkdir -p "$work/go"
+  cp "$here/go_probe.go" "$work/go/main.go"
+  printf 'module goprobe\n\ngo 1.19\n' >"$work/go/go.mod"
+  if (cd "$work/go" && GOCACHE=$work/go/cache GOPATH=$work/go/path GOFLAGS='' GOPROXY=off \
+    CGO_ENABLED=0 go build -o "$work/go_probe" . 2>"$work/go.err"); then
+    before=$(date +%s%N)
+    out=$("$vclock" run --realtime +1d -- "$work/go_probe")
+    after=$(date +%s%N)
+    in_bracket "go --realtime +1d: time.Now" "$(field "$out" realtime)" \
+      $((before + day)) $((after + day))
+    if [[ $(field "$out" slept_ok) == true ]]; then
+      pass "go --realtime +1d: time.Since across a 10 ms time.Sleep"
+    else
+      fail "go --realtime +1d: time.Since across a 10 ms time.Sleep: '$out'"
+    fi
+    out=$(GOMAXPROCS=2 "$vclock" run --realtime +1d -- "$work/go_probe" threads)
+    rc=$?
+    if ((rc == 0)) && [[ $(field "$out" threads_ok) == true ]]; then
+      pass "go, GOMAXPROCS=2, 4 goroutines reading time for 2 s: monotonic, no crash"
+    else
+      fail "go, GOMAXPROCS=2, 4 goroutines: exit $rc, '$out'"
+    fi
+  else
+    skip "go build failed: $(head -c 200 "$work/go.err")"
+  fi
+else
+  skip "go: not here (golang-go)"
+fi
+
+# The image reads what the shim would read in that process: its environment at exec. A command
+# that leaves the namespace (unsets VCLOCK_NS) or disables vclock gets the host's time.
+if [[ ${#probes[@]} -gt 0 ]]; then
+  p=${probes[0]}
+  for how in "-u VCLOCK_NS" "VCLOCK_DISABLE=1"; do
+    before=$(date +%s%N)
+    # shellcheck disable=SC2086 # two words for env
+    out=$("$vclock" run --realtime +1d -- env $how "$work/$p")
+    after=$(date +%s%N)
+    in_bracket "env $how under --realtime +1d: the host's time" "$(field "$out" realtime)" \
+      "$before" "$after"
+  done
+fi
+
+# Signals arriving while the image is installed (SIGWINCH, ignored by default, sent in a tight
+# loop from the moment the command starts): held and passed on, the image still installed.
+if [[ ${#probes[@]} -gt 0 ]]; then
+  p=${probes[0]}
+  for try in 1 2 3; do
+    before=$(date +%s%N)
+    "$vclock" run --realtime +1d -- "$work/$p" >"$work/storm.out" &
+    pid=$!
+    bg_pids+=("$pid")
+    while kill -WINCH "$pid" 2>/dev/null; do :; done
+    wait "$pid"
+    rc=$?
+    after=$(date +%s%N)
+    ((rc == 0)) || fail "SIGWINCH storm $try: exit $rc"
+    in_bracket "SIGWINCH storm $try: --realtime +1d" "$(field "$(cat "$work/storm.out")" realtime)" \
+      $((before + day)) $((after + day))
+  done
+fi
+
+# --- never silent: ptrace refused ---------------------------------------------------------
+if [[ ${#probes[@]} -gt 0 ]] && command -v strace >/dev/null; then
+  p=${probes[0]}
+  "$vclock" run --realtime +1d -- "$work/$p" >/dev/null 2>"$work/plain.err"
+  strace -f -o /dev/null "$vclock" run --realtime +1d -- "$work/$p" >"$work/out" 2>"$work/err"
+  rc=$?
+  if ((rc == 1)) && [[ ! -s $work/out ]] && (($(wc -l <"$work/err") == 1)) &&
+    grep -q "$work/$p: .*already traced" "$work/err"; then
+    pass "under strace -f, with time options: exit 1, one line: $(cat "$work/err")"
+  else
+    fail "under strace -f, with time options: exit $rc, stdout '$(cat "$work/out")'," \
+      "stderr '$(cat "$work/err")'"
+  fi
+  before=$(date +%s%N)
+  out=$(strace -f -o /dev/null "$vclock" run --allow-unreached --realtime +1d -- "$work/$p" \
+    2>"$work/err")
+  after=$(date +%s%N)
+  in_bracket "under strace -f, --allow-unreached: the host's time" "$(field "$out" realtime)" \
+    "$before" "$after"
+  out=$(strace -f -o /dev/null "$vclock" run -- "$work/$p" 2>"$work/err")
+  rc=$?
+  if ((rc == 0)) && [[ -n $out ]] && (($(wc -l <"$work/err") == 1)) &&
+    grep -q "host's time: .*already traced" "$work/err"; then
+    pass "under strace -f, no time options: runs, says so once: $(cat "$work/err")"
+  else
+    fail "under strace -f, no time options: exit $rc, stderr '$(cat "$work/err")'"
+  fi
+else
+  skip "strace: not here, or no static probe"
+fi
+
+# --- setuid: never the image --------------------------------------------------------------
+# Root running a setuid-root program is not in secure execution (AT_SECURE 0: its ids do not
+# change): the program is run by another uid (setpriv), so that the kernel really gives it
+# AT_SECURE. The same copy without the bit, run the same way, must get the image (the check's
+# control).
+if [[ ${#probes[@]} -gt 0 && $(id -u) -eq 0 ]] && command -v setpriv >/dev/null; then
+  p=${probes[0]}
+  cp "$work/$p" "$work/setuid_probe" && chmod 4755 "$work/setuid_probe"
+  cp "$work/$p" "$work/plain_probe" && chmod 755 "$work/plain_probe"
+  drop=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  before=$(date +%s%N)
+  control=$("$vclock" run --realtime +1d -- "${drop[@]}" "$work/plain_probe")
+  out=$("$vclock" run --realtime +1d -- "${drop[@]}" "$work/setuid_probe")
+  after=$(date +%s%N)
+  if [[ $(field "$out" secure) != 1 ]]; then
+    skip "setuid: not in secure execution ('$out': a nosuid mount?)"
+  else
+    in_bracket "setuid copy (AT_SECURE): the host's time" "$(field "$out" realtime)" \
+      "$before" "$after"
+    in_bracket "the same copy without setuid: tomorrow" "$(field "$control" realtime)" \
+      $((before + day)) $((after + day))
+  fi
+else
+  skip "setuid: needs root and setpriv"
+fi
+
+# --- vclock status --pid: on the image ----------------------------------------------------
+if [[ ${#probes[@]} -gt 0 ]]; then
+  p=${probes[0]}
+  "$vclock" run --realtime +1d -- "$work/$p" 3 >/dev/null &
+  pid=$!
+  bg_pids+=("$pid")
+  sleep 1
+  status=$("$vclock" status --pid "$pid" 2>&1)
+  # The probe has read its clocks three times by then: each counted as served from a page.
+  if grep -Eq "vclock-vdso.so \(served [1-9]" <<<"$status"; then
+    pass "vclock status --pid: on the vclock vDSO image, calls served: $(grep -o 'served.*' <<<"$status")"
+  else
+    fail "vclock status --pid: does not say the image: $status"
+  fi
+  wait "$pid"
+  # A dynamic program keeps the shim, unless --vdso gives it the image too.
+  if "$cc" -O2 -o "$work/dynamic_probe" "$here/static_probe.c" 2>/dev/null; then
+    for opt in "" --vdso; do
+      "$vclock" run ${opt:+"$opt"} --realtime +1d -- "$work/dynamic_probe" 3 >/dev/null &
+      pid=$!
+      bg_pids+=("$pid")
+      sleep 1
+      status=$("$vclock" status --pid "$pid" 2>&1)
+      wait "$pid"
+      if grep -q "vclock-vdso.so" <<<"$status"; then has=image; else has=shim; fi
+      want=shim
+      [[ $opt == --vdso ]] && want=image
+      if [[ $has == "$want" ]]; then
+        pass "a dynamic program under vclock run ${opt:-(no --vdso)}: the $want"
+      else
+        fail "a dynamic program under vclock run ${opt:-(no --vdso)}: $status"
+      fi
+    done
+  fi
+  plain=$("$vclock" status --pid $$ 2>&1)
+  if grep -q "vclock-vdso.so" <<<"$plain"; then
+    fail "vclock status --pid of this shell names the image: $plain"
+  else
+    pass "vclock status --pid of a process without it: no image"
+  fi
+fi
+
+finish
