@@ -31,6 +31,7 @@
 #include "lib/runtime.h"
 #include "lib/status.h"
 #include "support/child_process.h"
+#include "support/emulation.h"
 #include "support/page_mode.h"
 #include "support/realtime_steps.h"
 #include "vclock/detail/arch/cpu_features.h"
@@ -611,6 +612,7 @@ TEST(ApiChild, DisabledEveryCallGoesToTheKernel) {
 }
 
 TEST(Api, DisableSendsEveryCallToTheKernel) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   const int status =
       run_child_test("ApiChild.DisabledEveryCallGoesToTheKernel",
                      {"VCLOCK_DISABLE=1", "VCLOCK_TEST_CHILD=disabled"}, std::chrono::seconds(60));

@@ -21,6 +21,7 @@
 
 #include "cli/run/run.h"
 #include "gtest/gtest.h"
+#include "support/emulation.h"
 #include "tool/args.h"
 #include "tool/json.h"
 
@@ -390,6 +391,7 @@ TEST(CliArgs, RejectsBadUsageWithAReason) {
 // ---- The binary ---------------------------------------------------------------------------
 
 TEST(Cli, BadUsageExitsTwoWithOneLineOnStderr) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
   const std::vector<std::vector<std::string>> cases = {
       {},
@@ -424,6 +426,7 @@ TEST(Cli, BadUsageExitsTwoWithOneLineOnStderr) {
 }
 
 TEST(Cli, HelpExitsZero) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--help"}, {"help"}, {"help", "warp"}, {"bench", "--help"}, {"status", "-h"}}) {
@@ -435,6 +438,7 @@ TEST(Cli, HelpExitsZero) {
 }
 
 TEST(Cli, StatusJsonIsOneValidObject) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
   const cli_result r = run_cli({"status", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -448,6 +452,7 @@ TEST(Cli, StatusJsonIsOneValidObject) {
 }
 
 TEST(Cli, BenchQuickJsonHasEveryRowAndSection) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
   const cli_result r = run_cli({"bench", "--quick", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -472,6 +477,7 @@ TEST(Cli, BenchQuickJsonHasEveryRowAndSection) {
 // rows that carry what every `bench --json` row carries (API.md). The counts themselves
 // are timing, which a test does not judge; that they are there and positive can fail.
 TEST(Cli, BenchGettimePerfCountsEveryClock) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
   const cli_result r = run_cli({"bench", "--gettime-perf", "--quick", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -500,6 +506,7 @@ TEST(Cli, BenchGettimePerfCountsEveryClock) {
 }
 
 TEST(Cli, WarpFindsNoWarpOnOrderedClocks) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
   // A warp is one CPU's reading behind another's: with one CPU there is nothing to find,
   // and a pass would prove nothing.
@@ -556,6 +563,7 @@ constexpr bool have_shim = false;
 #endif
 
 TEST(CliRun, ExitStatusIsTheCommandsOrAShellsForAMissingOne) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!have_cli() || !have_shim) GTEST_SKIP() << "no CLI or no shim in this build";
   const std::string shim = VCLOCK_SHIM_PATH;
   cli_result r = run_cli({"run", "--shim", shim, "--", "sh", "-c", "exit 7"});
@@ -580,6 +588,7 @@ TEST(CliRun, ExitStatusIsTheCommandsOrAShellsForAMissingOne) {
 // A command under `vclock run` (no vclockd here: a private one) maps that daemon's page
 // through the shim, and `vclock status --pid` says so from outside.
 TEST(CliStatus, PidShowsTheShimAndThePageOfARunningCommand) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!have_cli() || !have_shim) GTEST_SKIP() << "no CLI or no shim in this build";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);

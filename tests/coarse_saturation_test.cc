@@ -15,6 +15,7 @@
 
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/emulation.h"
 #include "support/page_mode.h"
 
 namespace {
@@ -51,6 +52,7 @@ saturation saturate(const std::string& page) {
 }
 
 TEST(CoarseSaturation, VclockdsCoarseClocksLagNoMoreThanTheKernelsPlusOneMs) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string page = dir.file("page");
   daemon_process d(VCLOCKD_PATH, {"--page", page}, dir.path());

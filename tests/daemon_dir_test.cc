@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "support/daemon_process.h"
+#include "support/emulation.h"
 
 namespace {
 
@@ -25,6 +26,7 @@ std::size_t count_lines(const std::string& text) {
 }
 
 TEST(DaemonDirectory, MissingDirectoryIsCreatedAndThePagePublished) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   ASSERT_FALSE(dir.path().empty());
   // Two levels missing, as /run/vclock on a system whose /run lacks both would be.
@@ -54,6 +56,7 @@ TEST(DaemonDirectory, MissingDirectoryIsCreatedAndThePagePublished) {
 // World-writable (with or without the sticky bit) or group-writable: whoever can write it
 // could replace the page under every reader.
 TEST(DaemonDirectory, DirectoryOthersCanWriteIsRefused) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   for (const mode_t mode : {mode_t{0777}, mode_t{01777}, mode_t{0775}}) {
     temp_dir dir;
     ASSERT_FALSE(dir.path().empty());

@@ -22,6 +22,7 @@
 
 #include "lib/kernel_clock.h"
 #include "support/daemon_process.h"
+#include "support/emulation.h"
 #include "support/mapped_page.h"
 #include "support/page_mode.h"
 #include "support/sanitizers.h"
@@ -182,6 +183,7 @@ constexpr std::int64_t error_p99_limit_ns = 200;
 constexpr double kernel_share_limit = 0.05;
 
 TEST(DaemonStall, ReadersKeepFullAccuracyThroughStopsAndARestart) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   auto d = std::make_unique<daemon_process>(VCLOCKD_PATH, daemon_args(path), dir.path());

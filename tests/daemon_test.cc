@@ -25,6 +25,7 @@
 #include "lib/shared_page.h"
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/emulation.h"
 #include "support/mapped_page.h"
 #include "support/page_mode.h"
 #include "vclock/detail/arch.h"
@@ -134,6 +135,7 @@ std::vector<std::string> daemon_args(const std::string& page_path) {
 // --- the daemon as a process -----------------------------------------------------------------
 
 TEST(Daemon, PublishesAPageThatAClientAttachesTo) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
@@ -176,6 +178,7 @@ TEST(Daemon, PublishesAPageThatAClientAttachesTo) {
 // its readers answered exactly (by the kernel while it calibrates), through the switch to the
 // counter, which follows within 10 s. Prints how long calibration took after READY.
 TEST(Daemon, ReadyMeansAValidPageAndTheCounterFollows) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
@@ -203,6 +206,7 @@ TEST(Daemon, ReadyMeansAValidPageAndTheCounterFollows) {
 }
 
 TEST(Daemon, UsageErrorsExitTwoWithOneLine) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--no-such-option"}, {"--tick-us", "0"}, {"--bound-source", "gps"}, {"--page"}}) {
     temp_dir dir;
@@ -217,6 +221,7 @@ TEST(Daemon, UsageErrorsExitTwoWithOneLine) {
 }
 
 TEST(Daemon, ASecondDaemonOnThePageRefusesAndNamesTheFirst) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process first(VCLOCKD_PATH, daemon_args(path), dir.path());
@@ -234,6 +239,7 @@ TEST(Daemon, ASecondDaemonOnThePageRefusesAndNamesTheFirst) {
 // attached to the page: the same inode, never a step back, no warp, the counter again after
 // each restart.
 TEST(Daemon, RestartsKeepTheInodeAndReadersNeverGoBack) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   auto d = std::make_unique<daemon_process>(VCLOCKD_PATH, daemon_args(path), dir.path());
@@ -267,6 +273,7 @@ TEST(Daemon, RestartsKeepTheInodeAndReadersNeverGoBack) {
 // freezing the backup: both seqs odd, the one place where readers wait. They wait a bounded
 // time, then go on; kill -9 there; a restarted daemon finishes the half-written update.
 TEST(Daemon, KilledMidUpdateNeverBlocksReaders) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   auto d =
@@ -305,6 +312,7 @@ TEST(Daemon, KilledMidUpdateNeverBlocksReaders) {
 // coarse line is dead at once, and past the validity window time() and the coarse clocks,
 // read the library's way, follow the kernel instead of standing still.
 TEST(Daemon, KilledDaemonsCoarseClocksFollowTheKernel) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
@@ -339,6 +347,7 @@ TEST(Daemon, KilledDaemonsCoarseClocksFollowTheKernel) {
 // SIGSTOP past the validity window: readers answer from the kernel (floored), and return to
 // the page after SIGCONT.
 TEST(Daemon, StoppedPastTheValidityWindowReadersFollowTheKernel) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
@@ -359,7 +368,7 @@ TEST(Daemon, StoppedPastTheValidityWindowReadersFollowTheKernel) {
   // extrapolate the counter (a reader that ignores max_delta never would).
   int kernel_calls = 0;
   const auto counter = [] {
-    return vclock::arch::read_counter<vclock::arch::counter_ordering::lfence>();
+    return vclock::arch::read_counter<vclock::arch::strongest_ordering>();
   };
   const std::int64_t v = vclock::detail::read_fast<clock_kind::monotonic>(p, counter, [&] {
     return vclock::detail::read_careful<clock_kind::monotonic>(p, counter, [&] {
@@ -381,6 +390,7 @@ TEST(Daemon, StoppedPastTheValidityWindowReadersFollowTheKernel) {
 // A page left by another boot (/run need not be a tmpfs): refused by readers, rewritten in
 // place by the daemon, same inode.
 TEST(Daemon, RewritesAPageFromAnotherBoot) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   const machine_identity me = vclock::read_machine_identity();
@@ -515,6 +525,7 @@ TEST(Attach, BadPagesAreRefusedWithAReasonAndNeverMapped) {
 // Squatting: a page owned by a user who is neither root nor the directory's owner. Needs root
 // (chown); a child drops to another uid to check that a reader cannot write the page either.
 TEST(Attach, ForeignOwnersAreRefusedAndReadersCannotWrite) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create files owned by another user";
   temp_dir dir;
   const machine_identity me = vclock::read_machine_identity();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/child_process.h"
+#include "support/emulation.h"
 #include "support/sanitizers.h"
 
 namespace {
@@ -77,11 +78,13 @@ void report(const char* mode, probe_summary& s) {
 }
 
 TEST(FirstCallSafety, HandlerInterruptingMallocAndThreadCreation) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   probe_summary s = run_probe_many("malloc", 200 / repetitions_scale);
   report("malloc", s);
 }
 
 TEST(FirstCallSafety, HandlerInterruptingFork) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   probe_summary s = run_probe_many("fork", 200 / repetitions_scale);
   report("fork", s);
 }
@@ -110,10 +113,12 @@ int repeat_child(const char* filter, const char* mode, int runs) {
 }
 
 TEST(FirstCallSafety, SignalStormArmedBeforeTheFirstCall) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   EXPECT_EQ(repeat_child("SignalChild.Storm", "signal-storm", 50 / repetitions_scale), 0);
 }
 
 TEST(FirstCallSafety, ManyThreadsWithTimersArmedBeforeTheFirstCall) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   EXPECT_EQ(repeat_child("FirstCallChild.ManyThreads", "first-call", 50 / repetitions_scale), 0);
 }
 

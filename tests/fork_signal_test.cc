@@ -26,6 +26,7 @@
 
 #include "lib/status.h"
 #include "support/child_process.h"
+#include "support/emulation.h"
 #include "support/realtime_steps.h"
 #include "support/sanitizers.h"
 #include "vclock/detail/reader.h"
@@ -108,6 +109,7 @@ void check_clocks_once(std::int64_t& last_mono) {
 // --- fork ------------------------------------------------------------------------------------
 
 TEST(Fork, ChildKeepsWorkingAndStaysMonotonic) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
 #if defined(VCLOCK_TEST_TSAN)
   GTEST_SKIP() << "TSan does not support a child of a threaded process that starts threads";
 #endif
@@ -291,6 +293,7 @@ TEST(SignalChild, Storm) {
 }
 
 TEST(Signal, HandlersNeitherDeadlockNorGoBack) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   EXPECT_TRUE(child_passed_status(run_child_test(
       "SignalChild.Storm", {"VCLOCK_TEST_CHILD=signal-storm"}, std::chrono::seconds(60))));
 }
@@ -298,6 +301,7 @@ TEST(Signal, HandlersNeitherDeadlockNorGoBack) {
 // The same storm in a child right after fork(), where the first calls restart the
 // timekeeper and the page starts off (fallback, then recalibration) with signals flying.
 TEST(Signal, HandlersAcrossForkRestartNeitherDeadlockNorGoBack) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
 #if defined(VCLOCK_TEST_TSAN)
   GTEST_SKIP() << "TSan does not support a child of a threaded process that starts threads";
 #endif
@@ -404,6 +408,7 @@ TEST(FirstCallChild, ManyThreads) {
 }
 
 TEST(FirstCall, ManyThreadsAtOnce) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   EXPECT_TRUE(child_passed_status(run_child_test(
       "FirstCallChild.ManyThreads", {"VCLOCK_TEST_CHILD=first-call"}, std::chrono::seconds(60))));
 }

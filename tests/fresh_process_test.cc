@@ -14,6 +14,7 @@
 
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/emulation.h"
 
 namespace {
 
@@ -55,6 +56,7 @@ bool run_probe(const std::string& out_path, probe_result& r, std::string& text) 
 }
 
 TEST(FreshProcess, FirstCounterReadingsAreAccurate) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   for (int i = 0; i < processes; ++i) {
     probe_result r;

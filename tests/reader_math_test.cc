@@ -286,6 +286,43 @@ TEST(MultShift, NanosecondCounterIsExact) {
   }
 }
 
+// arm64's generic timer (issue 24): a 25 MHz counter (40 ns a tick, common on Cortex-A parts)
+// and a 1 GHz one (Armv8.6 and later) have whole nanoseconds per tick, so mult is exact,
+// ns_per_tick << shift, and every delta of the window converts without error. The shift is the
+// largest that fits the timekeeper's headroom (40.08 * 2^26 < 2^32 <= 40.08 * 2^27; 1.002 * 2^31
+// < 2^32), and even the fastest rate the headroom allows cannot overflow at the window's end.
+TEST(MultShift, Arm64CounterRatesAreExactOverTheWindow) {
+  struct arm64_rate {
+    double hz;
+    std::uint32_t shift;
+    std::uint64_t ns_per_tick;
+  };
+  std::mt19937_64 rng(seed + 7);
+  for (const arm64_rate r : {arm64_rate{25e6, 26, 40}, arm64_rate{1e9, 31, 1}}) {
+    const double ns_per_tick = 1e9 / r.hz;
+    const double max_ns = ns_per_tick * (1 + rate_headroom);
+    const auto wanted = static_cast<std::uint64_t>(4 * r.hz);  // 4 s of ticks
+    const vclock::mult_shift ms = vclock::choose_mult_shift(max_ns, wanted);
+    SCOPED_TRACE(testing::Message() << "hz " << r.hz << " shift " << ms.shift);
+    ASSERT_EQ(ms.shift, r.shift);
+    ASSERT_EQ(ms.max_delta, wanted);
+    const std::uint32_t mult = vclock::mult_for(ns_per_tick, ms.shift);
+    ASSERT_EQ(std::uint64_t{mult}, r.ns_per_tick << r.shift);
+    const auto max_mult =
+        static_cast<std::uint32_t>(std::ceil(std::ldexp(max_ns, static_cast<int>(ms.shift))));
+    for (int i = 0; i < 20000; ++i) {
+      const std::uint64_t delta =
+          i == 0 ? 0 : (i == 1 ? ms.max_delta - 1 : random_delta(rng, ms.max_delta));
+      ASSERT_EQ(vclock::detail::delta_to_ns(delta, mult, ms.shift),
+                static_cast<std::int64_t>(delta * r.ns_per_tick))
+          << "delta " << delta;
+      ASSERT_EQ(vclock::detail::delta_to_ns(delta, max_mult, ms.shift),
+                reference_ns(delta, max_mult, ms.shift))
+          << "delta " << delta << " at the headroom's fastest rate";
+    }
+  }
+}
+
 TEST(MultShift, CounterTooSlowForTheIntervalShortensMaxDelta) {
   // 1 tick per second: even at shift 2, 2^64 / (1e9 * 4) ticks is all that fits.
   const std::uint64_t wanted = std::uint64_t{1} << 62;

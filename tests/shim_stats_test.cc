@@ -13,6 +13,7 @@
 
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/emulation.h"
 #include "support/page_mode.h"
 
 namespace {
@@ -71,6 +72,7 @@ probe_run run_probe(const std::string& page, const std::string& stats, const cha
 }
 
 TEST(ShimStats, CountsEveryThreadsCallsEndedThreadsAndForkedChildrenIncluded) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string page = dir.file("page");
   const std::string stats = dir.file("stats");
@@ -97,6 +99,7 @@ TEST(ShimStats, CountsEveryThreadsCallsEndedThreadsAndForkedChildrenIncluded) {
 }
 
 TEST(ShimStats, CallsAStoppedDaemonsPageCannotAnswerAreForwarded) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string page = dir.file("page");
   const std::string stats = dir.file("stats");

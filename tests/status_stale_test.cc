@@ -12,6 +12,7 @@
 
 #include "support/child_process.h"
 #include "support/daemon_process.h"
+#include "support/emulation.h"
 #include "support/page_mode.h"
 
 namespace {
@@ -33,6 +34,7 @@ vclock::test::program_result status_of(const std::string& page) {
 }
 
 TEST(StatusStale, AStoppedDaemonsPageIsReportedAsTheReadersSeeIt) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, {"--page", path, "--realtime", "off"}, dir.path());

@@ -20,6 +20,9 @@ build_packages=(cmake ninja-build g++ libgtest-dev libbenchmark-dev pkg-config)
 test_packages=(clang-format clang-tidy systemd clang libclang-rt-14-dev libjemalloc2 libfaketime help2man)
 # The vDSO handover's test (tests/vdso/handover.sh): static probes, busybox, Go, strace.
 test_packages+=(busybox-static musl-tools golang-go strace)
+# The arm64 stage of tools/test.sh: the cross compiler, qemu-user to run what it builds, and
+# GoogleTest's sources (built for arm64 there: no distribution packages it for another arch).
+test_packages+=(g++-aarch64-linux-gnu qemu-user googletest)
 
 only_build=false
 case ${1:-} in

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "vclock/detail/arch/cpu_features.h"
+
 namespace vclock::kernel {
 namespace {
 
@@ -72,9 +74,11 @@ vdso_functions lookup() noexcept {
   if (ehdr == nullptr || std::memcmp(ehdr->e_ident, ELFMAG, SELFMAG) != 0) {
     return f;
   }
-  f.gettime = reinterpret_cast<gettime_fn>(find_symbol(ehdr, "__vdso_clock_gettime"));
-  f.getres = reinterpret_cast<getres_fn>(find_symbol(ehdr, "__vdso_clock_getres"));
-  f.gettimeofday = reinterpret_cast<gettimeofday_fn>(find_symbol(ehdr, "__vdso_gettimeofday"));
+  // The names differ by architecture (x86-64 __vdso_*, arm64 __kernel_*).
+  const arch::kernel_vdso_names& names = arch::kernel_vdso;
+  f.gettime = reinterpret_cast<gettime_fn>(find_symbol(ehdr, names.clock_gettime));
+  f.getres = reinterpret_cast<getres_fn>(find_symbol(ehdr, names.clock_getres));
+  f.gettimeofday = reinterpret_cast<gettimeofday_fn>(find_symbol(ehdr, names.gettimeofday));
   return f;
 }
 

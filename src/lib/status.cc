@@ -13,6 +13,7 @@
 #include "lib/runtime.h"
 #include "lib/trust.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/arch/cpu_features.h"
 #include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/vclock.h"
@@ -103,6 +104,7 @@ status_snapshot read_status(int wait_ms) {
   s.trust_note = v.note;
   s.invariant_counter = v.invariant_counter;
   s.counter = arch::counter_name;
+  s.emulated = arch::running_under_emulation();
   s.ordering = arch::ordering_name(chosen_ordering());
   s.has_vdso = kernel::has_vdso();
   const auto reason = static_cast<fallback_reason>(detail::load_relaxed(p.mode_reason));

@@ -32,6 +32,9 @@ struct status_snapshot {
   std::string kernel_clocksource;  // /sys/.../current_clocksource
   std::string trust_note;          // why the counter is (not) trusted
   bool invariant_counter = false;  // CPUID invariant TSC
+  // A user-mode emulator (qemu-user) runs this program: the counter and
+  // every figure measured are the emulator's, not the hardware's.
+  bool emulated = false;
   bool has_vdso = false;
   double counter_hz = 0;            // calibrated
   std::int64_t tick_ns = 0;         // timekeeper period

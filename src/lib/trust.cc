@@ -49,6 +49,22 @@ trust_verdict decide_trust() noexcept {
   } else if (!v.invariant_counter) {
     v.reason = fallback_reason::no_invariant_tsc;
     set_note(v, "CPUID reports no invariant TSC (set VCLOCK_COUNTER=trust to override)");
+  } else if (arch::trust_needs_kernel_clocksource &&
+             std::strcmp(v.clocksource, arch::counter_clocksource) != 0) {
+    if (arch::running_under_emulation()) {
+      std::snprintf(v.note, sizeof(v.note),
+                    "under emulation (qemu-user on a %s kernel): %s is the emulator's, and so is "
+                    "every figure; trusted for testing only",
+                    v.clocksource, arch::counter_name);
+    } else {
+      v.reason = fallback_reason::kernel_distrusts_counter;
+      std::snprintf(v.note, sizeof(v.note),
+                    "the kernel's clocksource is %s, not %s: it distrusts %s, and so does vclock",
+                    v.clocksource, arch::counter_clocksource, arch::counter_name);
+    }
+  } else if (arch::trust_needs_kernel_clocksource) {
+    std::snprintf(v.note, sizeof(v.note), "%s; the kernel's clocksource is %s too",
+                  arch::counter_name, v.clocksource);
   } else if (std::strcmp(v.clocksource, "tsc") == 0) {
     set_note(v, "invariant TSC; the kernel's clocksource is tsc too");
   } else {

@@ -27,6 +27,9 @@ struct trust_verdict {
 //    the timekeeper compares the counter with the kernel every tick and
 //    falls back (counter_rate_wrong / counter_jumped) the moment the two
 //    disagree, which is exactly the migration case.
+//  - arm64: the kernel's clocksource must be the counter (arch_sys_counter;
+//    arch/cpu_features.h says why), except under a user-mode emulator,
+//    where the kernel is another architecture's (tests only; the note says).
 // Reads the environment and /sys: call it at load time, not from a handler.
 trust_verdict decide_trust() noexcept;
 

@@ -351,7 +351,19 @@ VCLOCK_SHIM_EXPORT int select(int n, fd_set* readfds, fd_set* writefds, fd_set* 
       timeout->tv_sec < 0 || timeout->tv_usec < 0 || timeout->tv_usec >= 1'000'000 || n < 0 ||
       n > FD_SETSIZE) {
     if (s::real.select != nullptr) return s::real.select(n, readfds, writefds, exceptfds, timeout);
-    return static_cast<int>(syscall(SYS_select, n, readfds, writefds, exceptfds, timeout));
+    // Through pselect6, which every architecture has (arm64 has no select), with no
+    // mask; it writes back what is left, as select does, in a timespec.
+    timespec t{};
+    if (timeout != nullptr) {
+      t = {timeout->tv_sec, static_cast<long>(timeout->tv_usec) * 1000};
+    }
+    const int r = static_cast<int>(syscall(SYS_pselect6, n, readfds, writefds, exceptfds,
+                                           timeout != nullptr ? &t : nullptr, nullptr));
+    if (timeout != nullptr && t.tv_sec >= 0) {
+      timeout->tv_sec = t.tv_sec;
+      timeout->tv_usec = static_cast<suseconds_t>(t.tv_nsec / 1000);
+    }
+    return r;
   }
   const std::int64_t deadline =
       s::deadline_after(CLOCK_MONOTONIC, static_cast<std::int64_t>(timeout->tv_sec) * s::ns_per_s +

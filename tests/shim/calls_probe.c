@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#if !defined(CALLS_PROBE_STATIC)
+#if !defined(CALLS_PROBE_STATIC) && !defined(CALLS_PROBE_NO_OLD_VERSION)
 // Programs linked before glibc 2.17 took clock_gettime from librt and still reference
 // clock_gettime@GLIBC_2.2.5; the shim must serve that version too, not only the default one.
 // A static link has no symbol versions, hence the guard.
@@ -94,7 +94,7 @@ static int read_once(const char* func, int64_t* real, int64_t* mono) {
     *real = ns_of(ts);
     return 2 + checked;
   }
-#if !defined(CALLS_PROBE_STATIC)
+#if !defined(CALLS_PROBE_STATIC) && !defined(CALLS_PROBE_NO_OLD_VERSION)
   if (strcmp(func, "clock_gettime@GLIBC_2.2.5") == 0) {
     const int checked = check_every_clock(func, clock_gettime_2_2_5);
     if (checked < 0) return -1;

@@ -22,6 +22,8 @@
 //       fallback mode (the kernel answers everything).
 //   inline constexpr bool counter_may_lag_cycle_last;  the reader clamps a
 //       counter behind cycle_last instead of treating it as stale.
+//   inline constexpr std::uint64_t counter_max_lag_ticks;  by how many ticks
+//       at most (more is a counter that jumped back).
 //   inline constexpr unsigned fixed_shift;  nonzero: every page uses this
 //       shift and the reader does not load it.
 //   const char* ordering_name(counter_ordering) noexcept;
@@ -42,6 +44,8 @@
 
 #if defined(__x86_64__)
 #  include "vclock/detail/arch/x86_64.h"
+#elif defined(__aarch64__)
+#  include "vclock/detail/arch/arm64.h"
 #else
 #  include "vclock/detail/arch/generic.h"
 #endif

@@ -56,6 +56,12 @@ std::string header_text(const results& r) {
                          s.counter.c_str(), s.counter_hz / 1e6,
                          s.invariant_counter ? " (invariant)" : "", s.ordering.c_str(),
                          r.m.rdtscp ? "yes" : "no");
+  if (s.emulated) {
+    out += tool::strformat(
+        "emulated   qemu-user runs this program: %s and every figure below are the emulator's, "
+        "not the hardware's\n",
+        s.counter.c_str());
+  }
   out += tool::strformat("kernel     %s; clocksource %s; vDSO %s\n", r.m.kernel_release.c_str(),
                          s.kernel_clocksource.c_str(), s.has_vdso ? "yes" : "no");
   out += "vclock     " +

@@ -42,6 +42,10 @@ void print_text(const status_snapshot& s) {
   }
   add("mode", s.counter_mode ? "counter" : "fallback: the kernel answers (" + s.reason + ")");
   add("counter", s.counter + (s.invariant_counter ? " (invariant)" : " (not invariant)"));
+  if (s.emulated) {
+    add("emulated", "yes: qemu-user runs this program; " + s.counter +
+                        " and every figure here are the emulator's, not the hardware's");
+  }
   add("counter_hz", tool::strformat("%.0f (%.3f MHz)", s.counter_hz, s.counter_hz / 1e6));
   add("ordering", s.ordering);
   add("kernel_clocksource", s.kernel_clocksource);
@@ -86,6 +90,9 @@ void print_json(const status_snapshot& s) {
   if (s.timens_monotonic_ns != 0 || s.timens_boottime_ns != 0) {
     j.field("kernel_timens_monotonic_ns", s.timens_monotonic_ns)
         .field("kernel_timens_boottime_ns", s.timens_boottime_ns);
+  }
+  if (s.emulated) {
+    j.field("emulated", true);  // only where it is: the figures are the emulator's
   }
   j.field("mode", s.counter_mode ? "counter" : "fallback")
       .field("counter_mode", s.counter_mode)

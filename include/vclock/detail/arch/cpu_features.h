@@ -15,6 +15,16 @@
 //       rate through frequency and power-state changes.
 //   counter_identity read_counter_identity() noexcept;  vendor, signature
 //       and nominal rate; zeros where the CPU does not say.
+//   inline constexpr const char* counter_clocksource;  the kernel's name
+//       for the clocksource that is this counter ("" where none is).
+//   inline constexpr bool trust_needs_kernel_clocksource;  true: the
+//       counter is trusted only while the kernel's clocksource is it (the
+//       kernel moves off a counter it finds broken, and vclock follows).
+//   bool running_under_emulation() noexcept;  a user-mode emulator
+//       (qemu-user) runs this program: the counter and every timing are
+//       the emulator's.
+//   inline constexpr kernel_vdso_names kernel_vdso;  what the kernel's
+//       vDSO calls its entry points on this architecture.
 //
 // Internal: not installed, not included by the public headers (it would
 // bring <cpuid.h> into every reader's translation unit).
@@ -28,6 +38,9 @@
 
 #if defined(__x86_64__)
 #  include <cpuid.h>
+#elif defined(__aarch64__)
+#  include <fcntl.h>
+#  include <unistd.h>
 #endif
 
 // For what runs inside an ifunc resolver: during relocation, before any
@@ -45,7 +58,18 @@ struct counter_identity {
   std::uint64_t nominal_hz = 0;  // information only: the rate in use is measured
 };
 
+// The kernel's vDSO entry points: each architecture names them its own way.
+struct kernel_vdso_names {
+  const char* clock_gettime;
+  const char* gettimeofday;
+  const char* clock_getres;
+  const char* version;  // the symbol version they are defined at
+};
+
 #if defined(__x86_64__)
+
+inline constexpr kernel_vdso_names kernel_vdso = {"__vdso_clock_gettime", "__vdso_gettimeofday",
+                                                  "__vdso_clock_getres", "LINUX_2.6"};
 
 VCLOCK_RESOLVER_SAFE inline void cpuid(unsigned leaf, unsigned& a, unsigned& b, unsigned& c,
                                        unsigned& d) noexcept {
@@ -61,6 +85,12 @@ inline bool has_rdtscp() noexcept {
 inline bool ordering_available(counter_ordering o) noexcept {
   return o != counter_ordering::rdtscp || has_rdtscp();
 }
+
+// Not required: VMs often run on kvm-clock with a good invariant TSC, and
+// the timekeeper's every-tick check catches a TSC that goes wrong (trust.h).
+inline constexpr const char* counter_clocksource = "tsc";
+inline constexpr bool trust_needs_kernel_clocksource = false;
+inline bool running_under_emulation() noexcept { return false; }
 
 // CPUID 0x80000007, EDX bit 8 (Advanced Power Management): invariant TSC.
 inline bool counter_is_invariant() noexcept {
@@ -162,7 +192,59 @@ VCLOCK_RESOLVER_SAFE inline counter_ordering choose_ordering() noexcept {
   return fenced;
 }
 
+#elif defined(__aarch64__)
+
+inline constexpr kernel_vdso_names kernel_vdso = {"__kernel_clock_gettime", "__kernel_gettimeofday",
+                                                  "__kernel_clock_getres", "LINUX_2.6.39"};
+
+// One ordered read (isb; mrs), no RDTSCP.
+inline bool has_rdtscp() noexcept { return false; }
+inline bool ordering_available(counter_ordering) noexcept { return true; }
+VCLOCK_RESOLVER_SAFE inline counter_ordering choose_ordering() noexcept {
+  return ordered_variants[0];
+}
+
+// The generic timer ticks at a constant rate by definition (the
+// architecture requires it, through every power state).
+inline bool counter_is_invariant() noexcept { return true; }
+
+// The kernel's word is the only one vclock has on the counter: where it
+// marks the counter unstable and moves to another clocksource, vclock
+// follows. Counters with a known erratum (Freescale A-008585, Hisilicon
+// 161010101, Arm 858921: reads that now and then return garbage) the
+// kernel keeps but reads with a workaround, and keeps its own vDSO off;
+// vclock cannot see that from user space, and then relies on the
+// timekeeper's every-tick check (counter_jumped) alone. docs/build.md.
+inline constexpr const char* counter_clocksource = "arch_sys_counter";
+inline constexpr bool trust_needs_kernel_clocksource = true;
+
+// qemu-user runs an arm64 program on another architecture's kernel, whose
+// /proc it does not hide: the kernel says what it is in
+// /proc/sys/kernel/arch. Absent (older kernels): not emulated, as far as
+// anyone can tell.
+inline bool running_under_emulation() noexcept {
+  const int fd = ::open("/proc/sys/kernel/arch", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char arch[16] = {};
+  const ssize_t n = ::read(fd, arch, sizeof arch - 1);
+  ::close(fd);
+  return n > 0 && std::strncmp(arch, "aarch64", 7) != 0 && std::strncmp(arch, "arm64", 5) != 0;
+}
+
+// The counter's identity: no vendor string at EL0 (MIDR_EL1 is the
+// kernel's, emulated by trapping), the rate from CNTFRQ_EL0.
+inline counter_identity read_counter_identity() noexcept {
+  counter_identity id;
+  std::memcpy(id.vendor, "arm64-cntvct", sizeof "arm64-cntvct");
+  id.nominal_hz = counter_frequency();
+  return id;
+}
+
 #else  // no CPU features known: the generic header's one ordered read
+
+// The generic (asm-generic) names; an architecture that differs gets its own branch.
+inline constexpr kernel_vdso_names kernel_vdso = {"__vdso_clock_gettime", "__vdso_gettimeofday",
+                                                  "__vdso_clock_getres", "LINUX_2.6"};
 
 inline bool has_rdtscp() noexcept { return false; }
 inline bool ordering_available(counter_ordering) noexcept { return true; }
@@ -171,6 +253,9 @@ inline counter_identity read_counter_identity() noexcept { return {}; }
 VCLOCK_RESOLVER_SAFE inline counter_ordering choose_ordering() noexcept {
   return ordered_variants[0];
 }
+inline constexpr const char* counter_clocksource = "";
+inline constexpr bool trust_needs_kernel_clocksource = false;
+inline bool running_under_emulation() noexcept { return false; }
 
 #endif
 

@@ -2,7 +2,7 @@
 // kernel's CLOCK_MONOTONIC_RAW in nanoseconds, so everything builds and the
 // simulation tests run. The timekeeper keeps such a page in fallback mode
 // (has_counter is false): a system call per read would be slower than the
-// kernel's own vDSO. arm64 will read cntvct_el0 here (isb; mrs; isb).
+// kernel's own vDSO. (arm64 has its own header: arm64.h.)
 #ifndef VCLOCK_DETAIL_ARCH_GENERIC_H_
 #define VCLOCK_DETAIL_ARCH_GENERIC_H_
 
@@ -29,6 +29,7 @@ struct counter_read {
 
 inline constexpr bool has_counter = false;
 inline constexpr bool counter_may_lag_cycle_last = false;
+inline constexpr std::uint64_t counter_max_lag_ticks = std::uint64_t{1} << 20;
 inline constexpr const char* counter_name = "monotonic-raw";
 inline constexpr unsigned fixed_shift = 0;  // 0: the shift comes from the page
 
