@@ -14,6 +14,7 @@
 
 #include "lib/runtime.h"
 #include "support/page_mode.h"
+#include "support/sanitizers.h"
 #include "vclock/vclock.h"
 #include "vclock/vclock.hpp"
 
@@ -26,6 +27,12 @@ struct sandwich {
   int status;  // of the conversion, right after the burst
   std::int64_t ns;
 };
+
+#if defined(VCLOCK_TEST_TSAN)
+constexpr std::size_t max_estimates_inverse = 2;
+#else
+constexpr std::size_t max_estimates_inverse = 10;
+#endif
 
 constexpr clockid_t clocks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_MONOTONIC_RAW,
                                 CLOCK_BOOTTIME, CLOCK_TAI};
@@ -106,7 +113,9 @@ TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
       // Estimates: stamps inside an update (readers then follow the
       // kernel), or while the page was stale (the timekeeper thread
       // starved). Up to 1% on a loaded 2-core machine; 10x that fails.
-      EXPECT_LT(estimates * 10, v->size()) << "clock " << clock;
+      // Under TSan every update takes ~10x longer and its two readers
+      // starve the timekeeper on two cores: ~20% seen, half fails.
+      EXPECT_LT(estimates * max_estimates_inverse, v->size()) << "clock " << clock;
       // One thread's counter: sorted by it, the times never go back
       // (REALTIME and TAI unless stepped meanwhile: not on a test machine).
       std::sort(by_counter.begin(), by_counter.end());

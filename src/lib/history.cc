@@ -3,6 +3,8 @@
 #include "lib/history.h"
 
 #include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "vclock/detail/arch.h"
 #include "vclock/detail/seqlock.h"
@@ -13,6 +15,9 @@ namespace {
 __extension__ typedef __int128 i128;
 
 constexpr int max_snapshot_tries = 1 << 12;  // as reader.h's max_spins
+// Then yields, each a time slice for a preempted writer: a writer stopped or
+// killed inside its history update ends the wait within milliseconds.
+constexpr int max_snapshot_yields = 256;
 
 // The fields of a slot word (page.h, stamp_history).
 constexpr std::uint32_t delta_bits = 26;
@@ -331,6 +336,14 @@ bool take_snapshot(const page& p, history_snapshot& out) noexcept {
   for (int i = 0; i < max_snapshot_tries && !copied; ++i) {
     copied = try_copy(p, out, false);
     if (!copied) arch::relax();
+  }
+  // A writer preempted inside its history update (a loaded machine, more
+  // runnable threads than cores): spinning cannot let it finish, giving up
+  // the CPU can. Conversion is not the reader's hot path; a bounded wait
+  // here is cheaper for the caller than a conversion refused.
+  for (int i = 0; i < max_snapshot_yields && !copied; ++i) {
+    syscall(SYS_sched_yield);
+    copied = try_copy(p, out, false);
   }
   return copied && out.h.header.epoch != 0;
 }
