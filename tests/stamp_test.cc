@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,6 +76,7 @@ TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
       std::vector<std::pair<std::uint64_t, std::int64_t>> by_counter;
       std::size_t bad = 0;
       std::size_t estimates = 0;
+      std::size_t refused = 0;
       std::string first_bad;
       std::size_t outside_bound = 0;
       for (const sandwich& s : *v) {
@@ -93,6 +95,14 @@ TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
           }
           continue;
         }
+        // Refused: a new counter epoch began between the stamp and its
+        // conversion (stale), or just before the stamp, and had no line
+        // yet (no data). The timekeeper starts one when it judges that the
+        // counter jumped; seen under TSan on a loaded 2-core VM.
+        if (r == -ESTALE || r == -ENODATA) {
+          ++refused;
+          continue;
+        }
         ASSERT_EQ(r, 0) << "clock " << clock;
         if ((ns < s.before || ns > s.after) && bad++ == 0) {
           first_bad = std::to_string(ns - s.before) + " after before, " +
@@ -108,7 +118,11 @@ TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
       // starved). Their share is the scheduler's: ~1% on a quiet 2-core
       // VM, 11% at load 4, 20% under TSan, 37% under qemu. Exact
       // conversion broken for good makes it 100%: half fails.
-      EXPECT_LT(estimates * 2, v->size()) << "clock " << clock;
+      EXPECT_LT((estimates + refused) * 2, v->size()) << "clock " << clock;
+      if (estimates + refused != 0) {
+        std::printf("clock %d: %zu of %zu stamps estimated, %zu refused\n", static_cast<int>(clock),
+                    estimates, v->size(), refused);
+      }
       // One thread's counter: sorted by it, the times never go back
       // (REALTIME and TAI unless stepped meanwhile: not on a test machine).
       std::sort(by_counter.begin(), by_counter.end());
