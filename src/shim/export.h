@@ -1,5 +1,5 @@
 // The shim's exported definitions: libc's names, with default visibility
-// (the library is built with every other symbol hidden: preload.map).
+// (the library is built with every other symbol hidden: preload.map.in).
 #ifndef VCLOCK_SRC_SHIM_EXPORT_H_
 #define VCLOCK_SRC_SHIM_EXPORT_H_
 

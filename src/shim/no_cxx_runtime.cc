@@ -1,6 +1,6 @@
 // The two C++ runtime symbols the library's code references without ever
 // using them here, defined so that the shim needs no libstdc++ (every
-// program under the shim would otherwise load it; preload.map keeps these
+// program under the shim would otherwise load it; preload.map.in keeps these
 // local, so they replace nothing of the program's):
 //   operator delete (sized, and its unsized twin that GCC asks for): the deleting destructor of the
 //   timekeeper's

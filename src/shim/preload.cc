@@ -15,7 +15,7 @@
 // Nothing on any of these paths allocates, locks, calls dlsym or touches
 // TLS other than errno (and the counting path's initial-exec slot pointer); the time comes from the
 // runtime that libvclock.so has (the daemon's shared page, else a timekeeper thread created parked
-// at load), linked in here with every symbol hidden (preload.map).
+// at load), linked in here with every symbol hidden (preload.map.in).
 //
 // libc's time(), gettimeofday(), timespec_get() and ftime() do not call the
 // interposable clock_gettime, so each is interposed in its own right.

@@ -24,11 +24,13 @@
 // watcher thread (timer_watcher.cc) sets it again through the new line
 // (rearm_after_change below).
 //
-// Versions: glibc exports timer_* in three versions. GLIBC_2.34 and
-// GLIBC_2.3.3 are one implementation and the same timer_t, and are
-// interposed here (src/shim/preload.map names them); GLIBC_2.2.5 is the
-// ABI of binaries linked before 2003 (timer_t an int index), which is not:
-// such a reference binds to glibc, past the shim.
+// Versions (glibc_versions.h, per architecture): glibc exports timer_* at
+// GLIBC_2.34 (since they moved into libc) and at the version librt gave
+// them (x86-64: GLIBC_2.3.3; arm64: GLIBC_2.17); the two are one
+// implementation and the same timer_t, and are interposed here
+// (src/shim/preload.map.in names them). x86-64 has a third, GLIBC_2.2.5,
+// the ABI of binaries linked before 2003 (timer_t an int index), which is
+// not: such a reference binds to glibc, past the shim.
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -45,6 +47,7 @@
 
 #include "lib/kernel_clock.h"
 #include "shim/export.h"
+#include "shim/glibc_versions.h"
 #include "shim/timer_watcher.h"
 #include "shim/virtual_time.h"
 
@@ -73,11 +76,11 @@ struct real_timer_functions {
 real_timer_functions real;
 
 // The version interposed: GLIBC_2.34 where timer_* live in libc, else
-// librt's GLIBC_2.3.3 (the same ABI).
+// librt's (the same ABI).
 template <class F>
 F next_timer(const char* name) noexcept {
-  const F f = libc_next<F>(name, "GLIBC_2.34");
-  return f != nullptr ? f : libc_next<F>(name, "GLIBC_2.3.3");
+  const F f = libc_next<F>(name, VCLOCK_GLIBC_TIMER);
+  return f != nullptr ? f : libc_next<F>(name, VCLOCK_GLIBC_TIMER_LIBRT);
 }
 
 [[gnu::constructor]] void find_real_timers() noexcept {
@@ -592,12 +595,12 @@ VCLOCK_SHIM_EXPORT int vclock_shim_timer_delete(timer_t id) {
   return result;
 }
 
-// The names the versions give them (preload.map: the nodes, and these
+// The names the versions give them (preload.map.in: the nodes, and these
 // implementation names kept local).
-#define VCLOCK_SHIM_VERSIONS(name)                                           \
-  __asm__(".symver vclock_shim_" #name ", " #name "@@GLIBC_2.34");           \
-  __asm__(".symver vclock_shim_" #name "_2_3_3, " #name "@GLIBC_2.3.3");     \
-  VCLOCK_SHIM_EXPORT decltype(vclock_shim_##name) vclock_shim_##name##_2_3_3 \
+#define VCLOCK_SHIM_VERSIONS(name)                                                     \
+  __asm__(".symver vclock_shim_" #name ", " #name "@@" VCLOCK_GLIBC_TIMER);            \
+  __asm__(".symver vclock_shim_" #name "_librt, " #name "@" VCLOCK_GLIBC_TIMER_LIBRT); \
+  VCLOCK_SHIM_EXPORT decltype(vclock_shim_##name) vclock_shim_##name##_librt           \
       __attribute__((alias("vclock_shim_" #name)));
 VCLOCK_SHIM_VERSIONS(timer_create)
 VCLOCK_SHIM_VERSIONS(timer_settime)

@@ -42,6 +42,7 @@
 #include "lib/kernel_clock.h"
 #include "lib/runtime.h"
 #include "shim/export.h"
+#include "shim/glibc_versions.h"
 #include "shim/virtual_time.h"
 #include "vclock/detail/ns_reader.h"
 #include "vclock/vclock.h"
@@ -99,9 +100,11 @@ real_functions real;
   real.epoll_pwait = libc_next<epoll_pwait_fn>("epoll_pwait");
   real.ppoll = libc_next<ppoll_fn>("ppoll");
   real.pselect = libc_next<pselect_fn>("pselect");
-  // The version interposed (GLIBC_2.3.2); binaries bound to the compat
-  // one (linked before 2002) bind to it, not to us.
-  real.cond_timedwait = libc_next<cond_timedwait_fn>("pthread_cond_timedwait", "GLIBC_2.3.2");
+  // The version interposed (the architecture's current condvar:
+  // glibc_versions.h); x86-64 binaries bound to the compat one (linked
+  // before 2002) bind to it, not to us.
+  real.cond_timedwait =
+      libc_next<cond_timedwait_fn>("pthread_cond_timedwait", VCLOCK_GLIBC_COND_TIMEDWAIT);
   if (real.cond_timedwait == nullptr) {
     real.cond_timedwait = libc_next<cond_timedwait_fn>("pthread_cond_timedwait");
   }
@@ -413,7 +416,8 @@ VCLOCK_SHIM_EXPORT int pselect(int n, fd_set* readfds, fd_set* writefds, fd_set*
 
 // The condition variable's clock is glibc's bit 1 of __wrefs (set by
 // pthread_condattr_setclock).
-// Exported as pthread_cond_timedwait@@GLIBC_2.3.2 only (preload.map): a
+// Exported as pthread_cond_timedwait@@VCLOCK_GLIBC_COND_TIMEDWAIT only
+// (GLIBC_2.3.2 on x86-64, GLIBC_2.17 on arm64; preload.map.in): an x86-64
 // binary bound to the 2.2.5 version passes the old condvar, and reaches
 // glibc's compat function past the shim.
 VCLOCK_SHIM_EXPORT int vclock_shim_pthread_cond_timedwait(pthread_cond_t* cond,
@@ -427,7 +431,9 @@ VCLOCK_SHIM_EXPORT int vclock_shim_pthread_cond_timedwait(pthread_cond_t* cond,
       ((cond->__data.__wrefs >> 1) & 1u) != 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
   return s::cond_wait_until(cond, mutex, clock, abstime);
 }
-__asm__(".symver vclock_shim_pthread_cond_timedwait, pthread_cond_timedwait@@GLIBC_2.3.2");
+__asm__(
+    ".symver vclock_shim_pthread_cond_timedwait, "
+    "pthread_cond_timedwait@@" VCLOCK_GLIBC_COND_TIMEDWAIT);
 
 VCLOCK_SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
                                               clockid_t clock, const timespec* abstime) {

@@ -193,7 +193,9 @@ else
   echo "note: $cc cannot build with -fsanitize=address here:" && sed 's/^/   /' "$work/asan.log"
 fi
 # What the shim exports: the interposed libc names, timer_* in their two current versions and
-# pthread_cond_timedwait in its current one (src/shim/preload.map), nothing of vclock's own.
+# pthread_cond_timedwait in its current one (src/shim/preload.map.in), nothing of vclock's own.
+# x86-64's versions: on arm64 they are GLIBC_2.17 and GLIBC_2.34 (shim.glibc_versions checks
+# them against the target's libc in every build; this script cannot run in a cross build).
 if command -v objdump >/dev/null 2>&1; then
   exported=$(objdump -T "$shim" | awk '$2 == "g" && $4 != "*UND*" { print $(NF-1) ":" $NF }' |
     sort | tr '\n' ' ')
