@@ -9,14 +9,19 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -422,6 +427,100 @@ TEST(StampExport, LivePageExportConvertsAsTheLiveConversion) {
   EXPECT_EQ(mismatches, 0);
   ::unlink(path.c_str());
 }
+
+#if defined(VCLOCK_CLI_PATH)
+// `vclock stamps convert FILE --clock NAME < stamps`: its exit status, and
+// its output lines.
+int run_convert(const std::string& file, const char* clock, const std::string& input,
+                std::vector<std::string>& lines, std::string& errors) {
+  const std::string in = temp_path("cli_in");
+  const std::string out = temp_path("cli_out");
+  const std::string err = temp_path("cli_err");
+  std::ofstream(in) << input;
+  const std::string command = std::string(VCLOCK_CLI_PATH) + " stamps convert '" + file +
+                              "' --clock " + clock + " <'" + in + "' >'" + out + "' 2>'" + err +
+                              "'";
+  const int status = std::system(command.c_str());
+  std::ifstream o(out);
+  lines.clear();
+  for (std::string line; std::getline(o, line);) lines.push_back(line);
+  std::stringstream e;
+  e << std::ifstream(err).rdbuf();
+  errors = e.str();
+  ::unlink(in.c_str());
+  ::unlink(out.c_str());
+  ::unlink(err.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// What the command prints for a stamp, from the conversion's status.
+std::string expected_line(int status, std::int64_t ns) {
+  if (status == -ESTALE) return "- stale";
+  if (status < 0) return "- nodata";
+  return std::to_string(ns) + (status == 0 ? " exact" : " estimate");
+}
+
+std::string as_input(const std::vector<vclock_stamp_t>& stamps) {
+  std::string text;
+  for (const vclock_stamp_t& st : stamps) {
+    text += std::to_string(st.counter) + " " + std::to_string(st.epoch) + "\n";
+  }
+  return text;
+}
+
+// Another process converts the simulated file as this one did.
+TEST(StampExportCli, ConvertsInAnotherProcessBitForBit) {
+  const simulated* sp = sim_history();
+  ASSERT_NE(sp, nullptr);
+  const simulated& sim = *sp;
+  const std::string path = temp_path("cli_sim");
+  ASSERT_EQ(detail::write_stamp_file(path.c_str(), sim.s), 0);
+  const converted here = convert_all(sim.s, clock_kind::realtime, sim.stamps);
+  std::vector<std::string> lines;
+  std::string errors;
+  // Two stamps of other epochs are refused: exit 1.
+  EXPECT_EQ(run_convert(path, "realtime", as_input(sim.stamps), lines, errors), 1) << errors;
+  ASSERT_EQ(lines.size(), sim.stamps.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    ASSERT_EQ(lines[i], expected_line(here.status[i], here.ns[i])) << "stamp " << i;
+  }
+  // Usage: a line that is not a stamp (exit 2, one line); a damaged file (exit 1).
+  EXPECT_EQ(run_convert(path, "realtime", "12 34\n12 x\n", lines, errors), 2);
+  EXPECT_EQ(errors,
+            "vclock: stamps convert: line 2: not a stamp (expected 'COUNTER EPOCH', "
+            "decimal)\n");
+  ASSERT_EQ(::truncate(path.c_str(), 100), 0);
+  EXPECT_EQ(run_convert(path, "realtime", "12 34\n", lines, errors), 1);
+  EXPECT_NE(errors.find("not a whole, intact stamp file"), std::string::npos) << errors;
+  ::unlink(path.c_str());
+}
+
+// This process's stamps, exported by it, converted by the command.
+TEST(StampExportCli, ThisProcessStampsConvertedByTheCommand) {
+  if (!counting()) GTEST_SKIP() << "the page is not in counter mode on this machine";
+  std::vector<vclock_stamp_t> stamps;
+  for (int burst = 0; burst < 20; ++burst) {
+    for (int i = 0; i < 50; ++i) stamps.push_back(vclock_stamp());
+    std::this_thread::sleep_for(std::chrono::microseconds(3000));
+  }
+  const std::string path = temp_path("cli_live");
+  bool same = false;
+  for (int attempt = 0; attempt < 2 && !same; ++attempt) {  // as above: an open export
+    ASSERT_EQ(vclock_stamps_export(path.c_str()), 0);
+    std::vector<std::string> lines;
+    std::string errors;
+    EXPECT_EQ(run_convert(path, "boottime", as_input(stamps), lines, errors), 0) << errors;
+    same = lines.size() == stamps.size();
+    for (std::size_t i = 0; i < stamps.size() && same; ++i) {
+      std::int64_t ns = 0;
+      const int status = vclock_stamp_to_ns(CLOCK_BOOTTIME, stamps[i], &ns);
+      same = lines[i] == expected_line(status, ns);
+    }
+  }
+  EXPECT_TRUE(same);
+  ::unlink(path.c_str());
+}
+#endif  // VCLOCK_CLI_PATH
 
 }  // namespace
 }  // namespace vclock::sim
