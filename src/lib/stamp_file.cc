@@ -110,6 +110,7 @@ void make_stamp_file(const history_snapshot& s, unsigned char (&out)[stamp_file_
   fh.abi_major = page_abi_major;
   fh.abi_minor = page_abi_minor;
   fh.flags = s.open ? stamp_file_open : 0;
+  fh.end_counter = s.known_until;
   std::memcpy(out, &fh, sizeof fh);
   // The history on the stack: 3.5 KiB, once per export.
   stamp_history h;
@@ -128,11 +129,13 @@ int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot
   if (stamp_file_checksum(bytes, n) != fh.checksum) return -EBADMSG;
   // Intact, and of another format: say so, not "damaged".
   if (fh.version != stamp_file_version || fh.abi_major != page_abi_major) return -EPROTONOSUPPORT;
-  if (fh.history_bytes != sizeof(stamp_history) || (fh.flags & ~stamp_file_open) != 0) {
+  if (fh.history_bytes != sizeof(stamp_history) || (fh.flags & ~stamp_file_open) != 0 ||
+      fh.reserved != 0) {
     return -EBADMSG;
   }
   std::memcpy(&s.h, bytes + sizeof fh, sizeof s.h);
   s.open = (fh.flags & stamp_file_open) != 0;
+  s.known_until = fh.end_counter;
   return keeps_invariants(s.h) ? 0 : -EBADMSG;
 }
 
@@ -184,8 +187,16 @@ VCLOCK_API int vclock_stamps_export(const char* path) noexcept {
   d::ensure_started();
   if (d::joined_namespace != nullptr) return -EAGAIN;  // virtual time: as the live conversion
   d::history_snapshot s;
-  if (!d::take_snapshot(d::the_page, s)) return -ENODATA;
-  return d::write_stamp_file(path, s);
+  // The file's end, read before the copy: a stamp at or before it read a
+  // line the copy holds; a later one may have read a newer line.
+  for (int tries = 0; tries < 3; ++tries) {
+    const vclock_stamp_t end = vclock_stamp();
+    if (!d::take_snapshot(d::the_page, s)) return -ENODATA;
+    if (end.epoch != s.h.header.epoch) continue;  // a new counter epoch began in between
+    s.known_until = end.counter;
+    return d::write_stamp_file(path, s);
+  }
+  return -EAGAIN;
 }
 
 VCLOCK_API int vclock_stamp_convert_file(const char* path, clockid_t clock,

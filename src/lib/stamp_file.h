@@ -22,10 +22,12 @@ struct stamp_file_header {
   std::uint32_t history_bytes;  // sizeof(stamp_history)
   std::uint16_t abi_major;      // the writer's page ABI
   std::uint16_t abi_minor;
-  std::uint32_t flags;     // stamp_file_open, no other bit
-  std::uint64_t checksum;  // FNV-1a 64 of the whole file, this field taken as 0
+  std::uint32_t flags;        // stamp_file_open, no other bit
+  std::uint64_t checksum;     // FNV-1a 64 of the whole file, this field taken as 0
+  std::uint64_t end_counter;  // history_snapshot::known_until
+  std::uint64_t reserved;     // 0
 };
-static_assert(sizeof(stamp_file_header) == 32);
+static_assert(sizeof(stamp_file_header) == 48);
 
 inline constexpr char stamp_file_magic[8] = {'V', 'C', 'S', 'T', 'A', 'M', 'P', 0};
 inline constexpr std::uint32_t stamp_file_version = 1;
