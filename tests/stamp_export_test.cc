@@ -31,6 +31,7 @@
 #include "lib/stamp_convert.h"
 #include "lib/stamp_file.h"
 #include "lib/timekeeper.h"
+#include "support/emulation.h"
 #include "support/page_mode.h"
 #include "support/scenarios.h"
 #include "support/sim_world.h"
@@ -518,7 +519,8 @@ std::string as_input(const std::vector<vclock_stamp_t>& stamps) {
 }
 
 // Another process converts the simulated file as this one did.
-TEST(StampExportCli, ConvertsInAnotherProcessBitForBit) {
+TEST(Cli, StampsConvertInAnotherProcessBitForBit) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   const simulated* sp = sim_history();
   ASSERT_NE(sp, nullptr);
   const simulated& sim = *sp;
@@ -538,6 +540,11 @@ TEST(StampExportCli, ConvertsInAnotherProcessBitForBit) {
   EXPECT_EQ(errors,
             "vclock: stamps convert: line 2: not a stamp (expected 'COUNTER EPOCH', "
             "decimal)\n");
+  // Export with no vclockd: refused (this command's own page is no other process's).
+  const std::string command = std::string("VCLOCK_PAGE=off ") + VCLOCK_CLI_PATH +
+                              " stamps export '" + path + "' 2>/dev/null";
+  const int status = std::system(command.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
   ASSERT_EQ(::truncate(path.c_str(), 100), 0);
   EXPECT_EQ(run_convert(path, "realtime", "12 34\n", lines, errors), 1);
   EXPECT_NE(errors.find("not a whole, intact stamp file"), std::string::npos) << errors;
@@ -545,7 +552,8 @@ TEST(StampExportCli, ConvertsInAnotherProcessBitForBit) {
 }
 
 // This process's stamps, exported by it, converted by the command.
-TEST(StampExportCli, ThisProcessStampsConvertedByTheCommand) {
+TEST(Cli, StampsOfThisProcessConvertedByTheCommand) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
   if (!counting()) GTEST_SKIP() << "the page is not in counter mode on this machine";
   std::vector<vclock_stamp_t> stamps;
   for (int burst = 0; burst < 20; ++burst) {
