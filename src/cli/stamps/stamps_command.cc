@@ -81,7 +81,10 @@ int export_file(const std::string& path) {
     r = vclock_stamps_export(path.c_str());
   }
   if (r != 0) {
-    std::fprintf(stderr, "vclock stamps export: %s\n", file_error(path, r).c_str());
+    const std::string why = r == -EAGAIN    ? "a virtual-time namespace is joined (VCLOCK_NS)"
+                            : r == -ENODATA ? "the page has no history yet"
+                                            : file_error(path, r);
+    std::fprintf(stderr, "vclock stamps export: %s\n", why.c_str());
     return exit_failed;
   }
   return tool::exit_ok;
