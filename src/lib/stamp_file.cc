@@ -64,26 +64,31 @@ void copy_history(const stamp_history& from, stamp_history& to) noexcept {
 // What find_segment and the arithmetic rely on: header fields as the
 // writer sets them, and every entry it can read (the held entries of this
 // epoch) naming a key that exists, with a shift this machine's arithmetic
-// gives the writer's answer with.
-bool keeps_invariants(const stamp_history& h) noexcept {
+// gives the writer's answer with. 0, -EBADMSG, or -EPROTONOSUPPORT: a
+// line of another architecture's shift.
+int keeps_invariants(const stamp_history& h) noexcept {
   const history_header& hh = h.header;
-  if (hh.slot_count != history_slots || hh.key_count != history_keys) return false;
-  if (hh.seq != 0 || hh.open != 0 || hh.epoch == 0 || hh.first_entry > hh.entries) return false;
+  if (hh.slot_count != history_slots || hh.key_count != history_keys) return -EBADMSG;
+  if (hh.seq != 0 || hh.open != 0 || hh.epoch == 0 || hh.first_entry > hh.entries) {
+    return -EBADMSG;
+  }
   for (const std::uint8_t b : hh.reserved) {
-    if (b != 0) return false;
+    if (b != 0) return -EBADMSG;
   }
   const std::uint64_t held = hh.entries > history_slots ? hh.entries - history_slots : 0;
   for (std::uint64_t e = held > hh.first_entry ? held : hh.first_entry; e < hh.entries; ++e) {
     const std::uint64_t word = h.slots[e % history_slots];
     if (!is_key_word(word)) continue;
-    if (key_pos_of(word) >= history_keys) return false;
+    if (key_pos_of(word) >= history_keys) return -EBADMSG;
     const history_key& k = h.keys[key_pos_of(word)];
-    if (k.shift >= 64) return false;
+    if (k.shift >= 64) return -EBADMSG;
     // A counter-mode line where the shift is fixed (x86-64): the reader
     // uses the fixed one, so the file must agree with it.
-    if (arch::fixed_shift != 0 && k.max_delta != 0 && k.shift != arch::fixed_shift) return false;
+    if (arch::fixed_shift != 0 && k.max_delta != 0 && k.shift != arch::fixed_shift) {
+      return -EPROTONOSUPPORT;
+    }
   }
-  return true;
+  return 0;
 }
 
 int close_keeping(int fd, int err) noexcept {
@@ -136,7 +141,7 @@ int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot
   std::memcpy(&s.h, bytes + sizeof fh, sizeof s.h);
   s.open = (fh.flags & stamp_file_open) != 0;
   s.known_until = fh.end_counter;
-  return keeps_invariants(s.h) ? 0 : -EBADMSG;
+  return keeps_invariants(s.h);
 }
 
 int write_stamp_file(const char* path, const history_snapshot& s) noexcept {

@@ -43,7 +43,8 @@ std::uint64_t stamp_file_checksum(const unsigned char* bytes, std::size_t n) noe
 void make_stamp_file(const history_snapshot& s, unsigned char (&out)[stamp_file_bytes]) noexcept;
 
 // The snapshot in `bytes`: 0; -EPROTONOSUPPORT a stamp file of another
-// version or page ABI major; -EBADMSG anything else that is not a whole,
+// version or page ABI major, or whose lines need another architecture's
+// fixed shift; -EBADMSG anything else that is not a whole,
 // intact stamp file whose history keeps page.h's invariants.
 int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot& s) noexcept;
 
