@@ -126,8 +126,9 @@ VCLOCK_API int vclock_stamps_to_ns(clockid_t clock, const vclock_stamp_t* stamps
  * Export (a cold call: one copy of the history, one file written): 0, or
  * -ENODATA no history yet, -EAGAIN virtual time, an open/write errno.
  * Convert: as vclock_stamps_to_ns; or -EBADMSG a file that is not a whole,
- * intact stamp file, -EPROTONOSUPPORT one of another format version, an
- * open/read errno, -EINVAL a bad argument. */
+ * intact stamp file, -EPROTONOSUPPORT one of another format version (or
+ * another architecture's, docs/stamps.md), an open/read errno, -EINVAL a
+ * bad argument. */
 VCLOCK_API int vclock_stamps_export(const char* path) VCLOCK_NOEXCEPT;
 VCLOCK_API int vclock_stamp_convert_file(const char* path, clockid_t clock,
                                          const vclock_stamp_t* stamps, size_t n,
