@@ -18,12 +18,13 @@ declare -A allowed=(
   [tool]="vclock"                                      # what both executables share
   [timens]="vclock lib tool"                           # virtual-time namespaces
   [daemon]="vclock lib timens tool"                    # vclockd: never the CLI
-  [cli]="vclock lib timens tool cli/bench cli/measure cli/ns cli/run cli/status"  # main, shared
+  [cli]="vclock lib timens tool cli/bench cli/measure cli/ns cli/run cli/status cli/stamps"  # main, shared
   [cli/bench]="vclock lib timens tool cli cli/run"     # find_shim: the shim `vclock run` loads
   [cli/measure]="vclock lib timens tool cli"
   [cli/ns]="vclock lib timens tool cli"
   [cli/run]="vclock lib timens tool cli vdso"          # vdso: the image_config contract
   [cli/status]="vclock lib timens tool cli vdso"       # vdso: whether a pid runs on the image
+  [cli/stamps]="vclock lib tool cli"
 )
 
 # The room of a path relative to include/ or src/ ("cli/bench/bench.h" -> cli/bench,

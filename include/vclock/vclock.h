@@ -119,6 +119,21 @@ VCLOCK_API int vclock_stamp_to_ns_bounded(clockid_t clock, vclock_stamp_t stamp,
 VCLOCK_API int vclock_stamps_to_ns(clockid_t clock, const vclock_stamp_t* stamps, size_t n,
                                    int64_t* out) VCLOCK_NOEXCEPT;
 
+/* Offline conversion (docs/api.md, "Offline stamps"): the page's history
+ * of lines, written to a file now, converts stamps later, in another
+ * process or on another machine, to what vclock_stamps_to_ns gave then
+ * (bit for bit, status included) for the stamps the file covers.
+ * Export (a cold call: one copy of the history, one file written): 0, or
+ * -ENODATA no history yet, -EAGAIN virtual time, an open/write errno.
+ * Convert: as vclock_stamps_to_ns; or -EBADMSG a file that is not a whole,
+ * intact stamp file, -EPROTONOSUPPORT one of another format version (or
+ * another architecture's, docs/stamps.md), an open/read errno, -EINVAL a
+ * bad argument. */
+VCLOCK_API int vclock_stamps_export(const char* path) VCLOCK_NOEXCEPT;
+VCLOCK_API int vclock_stamp_convert_file(const char* path, clockid_t clock,
+                                         const vclock_stamp_t* stamps, size_t n,
+                                         int64_t* out) VCLOCK_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

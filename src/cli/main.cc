@@ -10,6 +10,7 @@
 #include "cli/measure/warp.h"
 #include "cli/ns/ns_command.h"
 #include "cli/run/run.h"
+#include "cli/stamps/stamps_command.h"
 #include "cli/status/bound.h"
 #include "cli/status/status_command.h"
 #include "tool/args.h"
@@ -33,6 +34,7 @@ constexpr command commands[] = {
     {"run", "run a command with its clock reads served by vclock (the LD_PRELOAD shim)", run_run},
     {"ns", "virtual-time namespaces: create, set, show, list, rm", run_ns},
     {"bound", "REALTIME's error interval now (vclock_now_bounded)", run_bound},
+    {"stamps", "stamps converted later: export the page's history, convert with it", run_stamps},
 };
 
 void print_usage() {

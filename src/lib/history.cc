@@ -415,7 +415,16 @@ bool find_segment(const history_snapshot& s, std::uint64_t counter, history_segm
   }
   out.line = l;
   out.lo = begins;
-  out.exact_ok = l.max_delta != 0 && !(s.open && e + 1 == entries);
+  const bool newest = e + 1 == entries;
+  out.exact_ok = l.max_delta != 0 && !(s.open && newest);
+  if (newest && s.known_until != ~std::uint64_t{0}) {
+    if (counter > s.known_until) {  // after the copy: an estimate
+      out.lo = s.known_until + 1 > begins ? s.known_until + 1 : begins;
+      out.exact_ok = false;
+    } else {
+      out.hi = s.known_until + 1;
+    }
+  }
   return true;
 }
 

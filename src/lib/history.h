@@ -77,6 +77,10 @@ history_line advance_line(const history_line& prev, std::uint32_t delta, std::in
 struct history_snapshot {
   stamp_history h;
   bool open = false;
+  // How far the newest line is known to run: a stamp file's end (the
+  // counter read before its copy was taken). Past it, a later update the
+  // copy does not hold may have taken over, so its stamps are estimates.
+  std::uint64_t known_until = ~std::uint64_t{0};
 };
 // False when the page has no history (no epoch).
 bool take_snapshot(const page& p, history_snapshot& out) noexcept;

@@ -8,6 +8,7 @@
 #include "lib/history.h"
 #include "lib/ordering.h"
 #include "lib/runtime.h"
+#include "lib/stamp_convert.h"
 #include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
@@ -39,7 +40,9 @@ vclock_stamp_t stamp_ordered() noexcept {
   return stamp_now<O>();
 }
 
-bool to_kind(clockid_t clock, clock_kind& k) noexcept {
+}  // namespace
+
+bool stamp_clock_kind(clockid_t clock, clock_kind& k) noexcept {
   switch (clock) {
     case CLOCK_REALTIME:
       k = clock_kind::realtime;
@@ -61,10 +64,12 @@ bool to_kind(clockid_t clock, clock_kind& k) noexcept {
   }
 }
 
+namespace {
+
 // What every conversion checks first: the clock, the process, the page's
 // history (copied into `s`), and returns 0 or a negative errno.
 int prepare(clockid_t clock, clock_kind& k, history_snapshot& s) noexcept {
-  if (!to_kind(clock, k)) return -EINVAL;
+  if (!stamp_clock_kind(clock, k)) return -EINVAL;
   if (joined_namespace != nullptr) return -EAGAIN;  // virtual time: not yet
   if (!take_snapshot(the_page, s)) return -ENODATA;
   return 0;
@@ -84,6 +89,35 @@ struct stamp_set {
 // Only returns addresses: safe in an ifunc resolver (see api.cc).
 VCLOCK_RESOLVER_SAFE stamp_fn stamp_for(counter_ordering ordering) noexcept {
   return for_ordering<stamp_set>(ordering);
+}
+
+// The batch conversion against one snapshot: live (vclock_stamps_to_ns)
+// and from an exported file (stamp_file.cc) alike.
+int convert_stamps(const history_snapshot& s, clock_kind k, const vclock_stamp_t* stamps, size_t n,
+                   int64_t* out) noexcept {
+  history_segment seg;
+  bool have_seg = false;
+  exact_range fast;  // the last segment's exact part: most stamps of a batch
+  const std::uint64_t epoch = s.h.header.epoch;
+  int worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const std::uint64_t c = stamps[i].counter;
+    if (stamps[i].epoch == epoch && c - fast.lo < fast.span) [[likely]] {
+      out[i] = fast.base + delta_to_ns(c - fast.cycle_last, fast.mult, fast.shift);
+      continue;
+    }
+    stamp_time t;
+    const int status = stamp_to_time(s, k, stamps[i].epoch, stamps[i].counter, seg, have_seg, t);
+    if (status < 0) {
+      out[i] = INT64_MIN;
+      if (worst >= 0) worst = status;
+      continue;
+    }
+    out[i] = t.ns;
+    if (status == 0) fast = exact_range_of(seg, k);
+    if (status > worst && worst >= 0) worst = status;
+  }
+  return worst;
 }
 
 }  // namespace vclock::detail
@@ -138,29 +172,7 @@ VCLOCK_API int vclock_stamps_to_ns(clockid_t clock, const vclock_stamp_t* stamps
   d::history_snapshot s;
   const int r = d::prepare(clock, k, s);
   if (r != 0) return r;
-  d::history_segment seg;
-  bool have_seg = false;
-  d::exact_range fast;  // the last segment's exact part: most stamps of a batch
-  const std::uint64_t epoch = s.h.header.epoch;
-  int worst = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const std::uint64_t c = stamps[i].counter;
-    if (stamps[i].epoch == epoch && c - fast.lo < fast.span) [[likely]] {
-      out[i] = fast.base + d::delta_to_ns(c - fast.cycle_last, fast.mult, fast.shift);
-      continue;
-    }
-    d::stamp_time t;
-    const int status = d::stamp_to_time(s, k, stamps[i].epoch, stamps[i].counter, seg, have_seg, t);
-    if (status < 0) {
-      out[i] = INT64_MIN;
-      if (worst >= 0) worst = status;
-      continue;
-    }
-    out[i] = t.ns;
-    if (status == 0) fast = d::exact_range_of(seg, k);
-    if (status > worst && worst >= 0) worst = status;
-  }
-  return worst;
+  return d::convert_stamps(s, k, stamps, n, out);
 }
 
 }  // extern "C"

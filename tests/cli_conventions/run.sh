@@ -51,6 +51,7 @@ declare -A sources=(
   [bench]="src/cli/bench/bench.cc"
   [run]="src/cli/run/run.cc src/timens/time_options.cc"
   [ns]="src/cli/ns/ns_command.cc src/timens/time_options.cc"
+  [stamps]="src/cli/stamps/stamps_command.cc"
 )
 # time_options.cc serves both: --ns is run's only, --thaw and --allow-backward are `ns set`'s.
 declare -A not_theirs=([run]="--thaw --allow-backward" [ns]="--ns")

@@ -17,10 +17,11 @@ t() {
   "$1"
   echo "${*:2} -> ${COMPREPLY[*]}"
 }
-t _vclock vclock sta
+t _vclock vclock stat
 t _vclock vclock help tr
 t _vclock vclock bench --qu
 t _vclock vclock ns cr
+t _vclock vclock stamps con
 t _vclock vclock run --kernel
 t _vclock vclock --vers
 t _vclockd vclockd --tick
@@ -35,9 +36,10 @@ expect() {
 }
 expect "complete -F _vclock vclock"
 expect "complete -F _vclockd vclockd"
-expect "vclock sta -> status"
+expect "vclock stat -> status"
 expect "vclock help tr -> track"
 expect "vclock bench --qu -> --quick"
+expect "vclock stamps con -> convert"
 expect "vclock ns cr -> create"
 expect "vclock run --kernel -> --kernel-timens"
 expect "vclock --vers -> --version"
