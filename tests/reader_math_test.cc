@@ -2,10 +2,12 @@
 // kernel (STYLE.md 3.9: pure functions first). Every answer is checked against a 128-bit
 // reference computed here independently of reader.h.
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <random>
@@ -366,6 +368,66 @@ TEST(MultShift, ImpossibleRatesGiveMaxDeltaZero) {
   EXPECT_EQ(vclock::choose_mult_shift(4294967296.0, 10).max_delta, 0u);
   EXPECT_EQ(vclock::choose_mult_shift(1e12, 10).max_delta, 0u);
   EXPECT_EQ(vclock::choose_mult_shift(0.0, 10).max_delta, 0u);
+}
+
+// --- clock ids ------------------------------------------------------------------------------
+
+// kind_of() and kernel_clock_of() against a table written here from clock_gettime(2), and
+// against each other: every page clock goes to its kernel id and back, and no other id (the
+// CPU-time clocks, the alarms, unknown ids, the negative ids of per-process CPU clocks and of
+// dynamic clocks such as a PTP device's fd) comes to a page clock.
+TEST(Reader, KindOfIsTheInverseOfKernelClockOf) {
+  using vclock::detail::kernel_clock_of;
+  using vclock::detail::kind_of;
+  struct pair {
+    clockid_t id;
+    clock_kind kind;
+  };
+  constexpr pair page_clocks[] = {
+      {CLOCK_REALTIME, clock_kind::realtime},
+      {CLOCK_MONOTONIC, clock_kind::monotonic},
+      {CLOCK_MONOTONIC_RAW, clock_kind::monotonic_raw},
+      {CLOCK_BOOTTIME, clock_kind::boottime},
+      {CLOCK_TAI, clock_kind::tai},
+      {CLOCK_REALTIME_COARSE, clock_kind::realtime_coarse},
+      {CLOCK_MONOTONIC_COARSE, clock_kind::monotonic_coarse},
+  };
+  for (const pair& c : page_clocks) {
+    SCOPED_TRACE(testing::Message() << "clock " << c.id);
+    EXPECT_TRUE(kind_of(c.id).served);
+    EXPECT_EQ(kind_of(c.id).kind, c.kind);
+    EXPECT_EQ(kernel_clock_of(c.kind), c.id);
+  }
+  int kinds = 0;
+  for_each_kind([&]<clock_kind K>() {
+    ++kinds;
+    SCOPED_TRACE(testing::Message() << "kind " << static_cast<unsigned>(K));
+    EXPECT_TRUE(kind_of(kernel_clock_of(K)).served);
+    EXPECT_EQ(kind_of(kernel_clock_of(K)).kind, K);
+  });
+  EXPECT_EQ(kinds, static_cast<int>(std::size(page_clocks)));
+
+  // A dynamic clock is ((~fd) << 3) | 3 and a process's CPU clock ((~pid) << 3) | 0..2
+  // (clock_getcpuclockid(3)): negative, never a page clock.
+  const auto dynamic_clock = [](int fd) { return static_cast<clockid_t>((~fd) * 8 + 3); };
+  const auto process_cpu_clock = [](int pid) { return static_cast<clockid_t>((~pid) * 8 + 2); };
+  for (const clockid_t id :
+       {clockid_t{CLOCK_PROCESS_CPUTIME_ID}, clockid_t{CLOCK_THREAD_CPUTIME_ID},
+        clockid_t{CLOCK_REALTIME_ALARM}, clockid_t{CLOCK_BOOTTIME_ALARM}, clockid_t{10},
+        clockid_t{12}, clockid_t{99}, clockid_t{-1}, dynamic_clock(3), dynamic_clock(1000),
+        process_cpu_clock(1), process_cpu_clock(4'000'000), std::numeric_limits<clockid_t>::min(),
+        std::numeric_limits<clockid_t>::max()}) {
+    EXPECT_FALSE(kind_of(id).served) << "clock " << id;
+  }
+  // And across a range of ids: exactly the seven are served, each by the kind that maps back.
+  int served = 0;
+  for (clockid_t id = -4096; id <= 4096; ++id) {
+    const vclock::detail::served_kind k = kind_of(id);
+    if (!k.served) continue;
+    ++served;
+    EXPECT_EQ(kernel_clock_of(k.kind), id) << "clock " << id;
+  }
+  EXPECT_EQ(served, static_cast<int>(std::size(page_clocks)));
 }
 
 // --- read_fast / read_careful ---------------------------------------------------------------

@@ -187,16 +187,8 @@ struct mid_update {
 };
 
 run_result run(std::uint64_t seed) {
-  counter_params counter;
-  counter.nominal_hz = 2.1e9;
-  counter.rate_ppm = 37;
-  counter.step_ticks = 1;
-  kernel_params kernel;
-  kernel.raw_ppm = -12;
-  kernel.ntp_ppm = 3.5;
-  noise_params noise;
-  noise.cost_min_ns = 15;
-  noise.cost_max_ns = 60;
+  machine vm = typical_vm();
+  vm.counter.step_ticks = 1;
   constexpr std::int64_t step_at = 7 * ns_per_s;
   constexpr std::int64_t stall_at = 10 * ns_per_s;
   constexpr std::int64_t stall_len = 100 * ns_per_ms;  // > validity (4 ticks)
@@ -205,7 +197,7 @@ run_result run(std::uint64_t seed) {
   const std::vector<event> events = {ev::ntp(3 * ns_per_s, 250), ev::ntp(5 * ns_per_s, -300),
                                      ev::step(step_at, -ns_per_s / 2), ev::ntp(9 * ns_per_s, 40),
                                      ev::jump(jump_at, 21'000'000'000)};
-  world w(counter, kernel, noise, events, seed);
+  world w(vm.counter, vm.kernel, vm.noise, events, seed);
   auto p = std::make_unique<page>();
   timekeeper_config config;
   config.tick_ns = 4 * ns_per_ms;

@@ -929,19 +929,10 @@ struct first_counter_mode {
 };
 
 first_counter_mode fresh_start(std::uint64_t seed) {
-  counter_params counter;
-  counter.nominal_hz = 2.1e9;
-  counter.rate_ppm = 37;
-  counter.step_ticks = 21;
-  kernel_params kernel;
-  kernel.raw_ppm = -12;
-  kernel.ntp_ppm = 3.5;
-  noise_params noise;
-  noise.cost_min_ns = 15;
-  noise.cost_max_ns = 60;
-  world w(counter, kernel, noise, {}, seed);
-  const double true_ns_per_tick = (1 + kernel.raw_ppm * 1e-6) * (1 + kernel.ntp_ppm * 1e-6) * 1e9 /
-                                  (counter.nominal_hz * (1 + counter.rate_ppm * 1e-6));
+  const machine vm = typical_vm();
+  world w(vm.counter, vm.kernel, vm.noise, {}, seed);
+  const double true_ns_per_tick = (1 + vm.kernel.raw_ppm * 1e-6) * (1 + vm.kernel.ntp_ppm * 1e-6) *
+                                  1e9 / (vm.counter.nominal_hz * (1 + vm.counter.rate_ppm * 1e-6));
   auto p = std::make_unique<page>();
   const timekeeper_config config;  // the production one: the bound under test
   timekeeper tk(*p, w, config);

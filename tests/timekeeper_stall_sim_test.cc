@@ -98,22 +98,13 @@ std::int64_t read(clock_kind k, const page& p, const world& w, bool& kernel_call
 }
 
 outcome run(const stall_case& c, std::uint64_t seed) {
-  counter_params counter;
-  counter.nominal_hz = 2.1e9;
-  counter.rate_ppm = 37;
-  counter.wander_ppm = 0.5;
-  counter.wander_period_ns = 6 * ns_per_h;
-  counter.step_ticks = 21;
-  kernel_params kernel;
-  kernel.raw_ppm = -12;
-  kernel.ntp_ppm = 3.5;
-  noise_params noise;
-  noise.cost_min_ns = 15;
-  noise.cost_max_ns = 60;
+  machine vm = typical_vm();
+  vm.counter.wander_ppm = 0.5;  // slight wander, as the scenarios' base
+  vm.counter.wander_period_ns = 6 * ns_per_h;
   std::vector<event> events;
   if (c.rate_ppm != 0)
     events.push_back(ev::counter_rate(stall_at + ns_per_ms, 1 + c.rate_ppm * 1e-6));
-  world w(counter, kernel, noise, events, seed);
+  world w(vm.counter, vm.kernel, vm.noise, events, seed);
   auto p = std::make_unique<page>();
   timekeeper_config config;
   config.tick_ns = tick_ns;

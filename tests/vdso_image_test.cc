@@ -16,6 +16,7 @@
 
 #include "lib/ordering.h"
 #include "lib/runtime.h"
+#include "vclock/detail/reader.h"
 #include "vclock/ns_page.h"
 #include "vclock/vclock.h"
 
@@ -24,7 +25,7 @@ namespace {
 using vclock::test::mapped_vdso_image;
 using vclock::test::vdso_functions;
 
-constexpr std::int64_t ns_per_s = 1'000'000'000;
+using vclock::detail::ns_per_s;
 
 std::int64_t ns_of(const timespec& ts) { return ts.tv_sec * ns_per_s + ts.tv_nsec; }
 

@@ -33,31 +33,6 @@ namespace clock_impl {
 
 enum class order { ordered, relaxed };
 
-#if !defined(VCLOCK_NO_INLINE_READER)
-// The page's clock for `id`, or -1 where the page does not serve it.
-constexpr int page_kind_of(clockid_t id) noexcept {
-  using detail::clock_kind;
-  switch (id) {
-    case CLOCK_REALTIME:
-      return static_cast<int>(clock_kind::realtime);
-    case CLOCK_MONOTONIC:
-      return static_cast<int>(clock_kind::monotonic);
-    case CLOCK_MONOTONIC_RAW:
-      return static_cast<int>(clock_kind::monotonic_raw);
-    case CLOCK_BOOTTIME:
-      return static_cast<int>(clock_kind::boottime);
-    case CLOCK_TAI:
-      return static_cast<int>(clock_kind::tai);
-    case CLOCK_REALTIME_COARSE:
-      return static_cast<int>(clock_kind::realtime_coarse);
-    case CLOCK_MONOTONIC_COARSE:
-      return static_cast<int>(clock_kind::monotonic_coarse);
-    default:
-      return -1;
-  }
-}
-#endif
-
 // The called reader, whatever the header's configuration: what the inline
 // one falls back to, and what tests compare it with.
 template <clockid_t Id, order O>
@@ -82,10 +57,9 @@ struct basic_clock {
 
   static time_point now() noexcept {
 #if !defined(VCLOCK_NO_INLINE_READER)
-    constexpr int kind = page_kind_of(Id);
-    if constexpr (kind >= 0) {
-      return time_point(duration(
-          detail::inline_now_ns<static_cast<detail::clock_kind>(kind), O == order::ordered>()));
+    constexpr detail::served_kind page_clock = detail::kind_of(Id);
+    if constexpr (page_clock.served) {
+      return time_point(duration(detail::inline_now_ns<page_clock.kind, O == order::ordered>()));
     }
 #endif
     return time_point(duration(called_now_ns<Id, O>()));

@@ -9,6 +9,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "vclock/detail/reader.h"
+
 namespace vclock::daemon {
 namespace {
 
@@ -172,7 +174,7 @@ bound_sample fake_bound_source::read(std::int64_t mono_now_ns, void (*log)(const
   if (!problem.empty()) return bound_sample{.source = bound_source_kind::fake};
   // E counts from when this version of the file was first read.
   const std::int64_t mtime_ns =
-      static_cast<std::int64_t>(before.st_mtim.tv_sec) * 1'000'000'000 + before.st_mtim.tv_nsec;
+      static_cast<std::int64_t>(before.st_mtim.tv_sec) * detail::ns_per_s + before.st_mtim.tv_nsec;
   if (before.st_ino != inode_ || before.st_size != size_ || mtime_ns != mtime_ns_) {
     inode_ = before.st_ino;
     size_ = before.st_size;

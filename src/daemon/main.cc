@@ -38,6 +38,7 @@
 #include "tool/args.h"
 #include "tool/version.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 
 namespace vclock::daemon {
@@ -79,16 +80,21 @@ class daemon_sources final : public time_sources {
   }
   std::int64_t read_kernel(clockid_t clock) override {
     const std::int64_t t = kernel::now_ns(clock);
-    switch (clock) {
-      case CLOCK_MONOTONIC:
-      case CLOCK_MONOTONIC_RAW:
-      case CLOCK_MONOTONIC_COARSE:
+    const detail::served_kind k = detail::kind_of(clock);
+    if (!k.served) return t;
+    switch (k.kind) {
+      case detail::clock_kind::monotonic:
+      case detail::clock_kind::monotonic_raw:
+      case detail::clock_kind::monotonic_coarse:
         return t - frame_.monotonic_ns;
-      case CLOCK_BOOTTIME:
+      case detail::clock_kind::boottime:
         return t - frame_.boottime_ns;
-      default:
+      case detail::clock_kind::realtime:
+      case detail::clock_kind::tai:
+      case detail::clock_kind::realtime_coarse:
         return t;
     }
+    return t;
   }
 
   // --bound-source: the kernel's adjtimex, chronyd, or a fake file.

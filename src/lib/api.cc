@@ -101,7 +101,7 @@ template <clock_kind K>
     errno = -r;
     return -1;
   }
-  return ts.tv_sec * std::int64_t{1'000'000'000} + ts.tv_nsec;
+  return ts.tv_sec * ns_per_s + ts.tv_nsec;
 }
 
 // The clocks other than MONOTONIC, REALTIME and the coarse ones, and the
@@ -293,10 +293,10 @@ VCLOCK_API int vclock_getres(clockid_t clock, timespec* res) noexcept {
   if (res != nullptr && (clock == CLOCK_REALTIME_COARSE || clock == CLOCK_MONOTONIC_COARSE)) {
     // A relaxed load, not the timekeeper's lock: this stays async-signal-safe.
     const std::int64_t tick = d::load_relaxed(d::host_page->tick_ns);
-    const std::int64_t kernel_res = res->tv_sec * 1'000'000'000 + res->tv_nsec;
+    const std::int64_t kernel_res = res->tv_sec * d::ns_per_s + res->tv_nsec;
     if (tick > kernel_res) {
-      res->tv_sec = static_cast<time_t>(tick / 1'000'000'000);
-      res->tv_nsec = static_cast<long>(tick % 1'000'000'000);
+      res->tv_sec = static_cast<time_t>(tick / d::ns_per_s);
+      res->tv_nsec = static_cast<long>(tick % d::ns_per_s);
     }
   }
   return 0;

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "vclock/detail/arch/cpu_features.h"
+#include "vclock/detail/reader.h"
 
 namespace vclock::kernel {
 namespace {
@@ -150,7 +151,7 @@ std::int64_t now_ns(clockid_t clock) noexcept {
   timespec ts{};
   const int r = gettime(clock, &ts);
   if (r != 0) return r;
-  return ts.tv_sec * std::int64_t{1000000000} + ts.tv_nsec;
+  return ts.tv_sec * detail::ns_per_s + ts.tv_nsec;
 }
 
 bool has_vdso() noexcept { return vdso().gettime != nullptr; }

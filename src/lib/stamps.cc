@@ -43,25 +43,11 @@ vclock_stamp_t stamp_ordered() noexcept {
 }  // namespace
 
 bool stamp_clock_kind(clockid_t clock, clock_kind& k) noexcept {
-  switch (clock) {
-    case CLOCK_REALTIME:
-      k = clock_kind::realtime;
-      return true;
-    case CLOCK_MONOTONIC:
-      k = clock_kind::monotonic;
-      return true;
-    case CLOCK_MONOTONIC_RAW:
-      k = clock_kind::monotonic_raw;
-      return true;
-    case CLOCK_BOOTTIME:
-      k = clock_kind::boottime;
-      return true;
-    case CLOCK_TAI:
-      k = clock_kind::tai;
-      return true;
-    default:
-      return false;
-  }
+  // A stamp converts to the page's fine clocks (vclock.h), not the coarse ones.
+  const served_kind s = kind_of(clock);
+  if (!s.served || is_coarse(s.kind)) return false;
+  k = s.kind;
+  return true;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "lib/kernel_clock.h"
+#include "vclock/detail/reader.h"
 
 namespace vclock {
 namespace {
@@ -67,7 +68,7 @@ bool tick_loop::wait(const sigset_t* sigmask, int watch_fd) noexcept {
   next_ += tick_ns;
   if (next_ < now) next_ = now + tick_ns;  // overslept: don't try to catch up
   const std::int64_t wait_ns = next_ - now;
-  const timespec timeout{wait_ns / 1'000'000'000, wait_ns % 1'000'000'000};
+  const timespec timeout{wait_ns / detail::ns_per_s, wait_ns % detail::ns_per_s};
   pollfd fds[2] = {{fd_, POLLIN, 0}, {watch_fd, POLLIN, 0}};  // a negative fd is skipped
   if (ppoll(fds, 2, &timeout, sigmask) <= 0) return false;
   return watch_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0;

@@ -15,6 +15,7 @@
 #include "lib/runtime.h"
 #include "shim/startup_environment.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 
 namespace vclock::shim {
@@ -86,20 +87,7 @@ void count(bool served) noexcept {
 // have changed its environment (or cleared it).
 char stats_path[4096] = {};
 
-bool page_serves(clockid_t clock) noexcept {
-  switch (clock) {
-    case CLOCK_REALTIME:
-    case CLOCK_MONOTONIC:
-    case CLOCK_MONOTONIC_RAW:
-    case CLOCK_BOOTTIME:
-    case CLOCK_TAI:
-    case CLOCK_REALTIME_COARSE:
-    case CLOCK_MONOTONIC_COARSE:
-      return true;
-    default:
-      return false;
-  }
-}
+bool page_serves(clockid_t clock) noexcept { return detail::kind_of(clock).served; }
 
 // The page in counter mode and not stale: the fast path answered (or the
 // careful path from the page). A read racing a mode change may be counted

@@ -63,22 +63,29 @@ template <clock_kind K, counter_ordering O>
 }
 
 // The clocks without a fast form here (the coarse ones, TAI): the careful
-// path's mapping, out of line.
+// path's mapping, out of line. gettime() answers MONOTONIC and REALTIME
+// itself and never sends them here; the careful path would answer them (a
+// call, not two more inlined fast paths).
 template <counter_ordering O>
 [[gnu::noinline]] int gettime_other(clockid_t clock, timespec* ts) noexcept {
-  switch (clock) {
-    case CLOCK_MONOTONIC_RAW:
-      return fine_into<clock_kind::monotonic_raw, O>(ts);
-    case CLOCK_BOOTTIME:
-      return fine_into<clock_kind::boottime, O>(ts);
-    case CLOCK_TAI:
-      return careful_into<clock_kind::tai, O>(ts);
-    case CLOCK_MONOTONIC_COARSE:
-      return careful_into<clock_kind::monotonic_coarse, O>(ts);
-    case CLOCK_REALTIME_COARSE:
-      return careful_into<clock_kind::realtime_coarse, O>(ts);
-    default:
-      break;
+  const d::served_kind k = d::kind_of(clock);
+  if (k.served) {
+    switch (k.kind) {
+      case clock_kind::realtime:
+        return careful_into<clock_kind::realtime, O>(ts);
+      case clock_kind::monotonic:
+        return careful_into<clock_kind::monotonic, O>(ts);
+      case clock_kind::monotonic_raw:
+        return fine_into<clock_kind::monotonic_raw, O>(ts);
+      case clock_kind::boottime:
+        return fine_into<clock_kind::boottime, O>(ts);
+      case clock_kind::tai:
+        return careful_into<clock_kind::tai, O>(ts);
+      case clock_kind::monotonic_coarse:
+        return careful_into<clock_kind::monotonic_coarse, O>(ts);
+      case clock_kind::realtime_coarse:
+        return careful_into<clock_kind::realtime_coarse, O>(ts);
+    }
   }
   // Clocks a namespace does not move (CPU time, and every id the kernel
   // knows and vclock does not): the kernel's.

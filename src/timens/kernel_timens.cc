@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "vclock/detail/reader.h"
+
 namespace vclock::timens {
 namespace {
 
@@ -29,10 +31,10 @@ bool write_file(const char* path, const std::string& text, std::string& error) {
 // "SECONDS NANOSECONDS" with the nanoseconds in [0, 1e9), as the kernel
 // reads them (a negative offset has negative seconds).
 std::string seconds_and_ns(std::int64_t ns) {
-  std::int64_t s = ns / 1'000'000'000;
-  std::int64_t rest = ns % 1'000'000'000;
+  std::int64_t s = ns / detail::ns_per_s;
+  std::int64_t rest = ns % detail::ns_per_s;
   if (rest < 0) {
-    rest += 1'000'000'000;
+    rest += detail::ns_per_s;
     --s;
   }
   char text[64];

@@ -136,34 +136,38 @@ template <clock_kind K>
 }
 
 // Whether the image serves `clock` (a page or a namespace is mapped and the
-// clock is one of the page's), and its time in ns if so.
-bool served_ns(const image_config* c, clockid_t clock, std::int64_t& ns) noexcept {
+// clock is one of the page's), and its time in ns if so. Inlined into each
+// entry point, as GCC did before kind_of(): out of line it is a call and a
+// store of `ns` on every read.
+[[gnu::always_inline]] inline bool served_ns(const image_config* c, clockid_t clock,
+                                             std::int64_t& ns) noexcept {
   if (c == nullptr || (c->host_page == 0 && c->ns_page == 0)) return false;
-  switch (clock) {
-    case CLOCK_REALTIME:
+  const d::served_kind k = d::kind_of(clock);
+  if (!k.served) return false;
+  switch (k.kind) {
+    case clock_kind::realtime:
       ns = clock_ns<clock_kind::realtime>(c);
-      return true;
-    case CLOCK_MONOTONIC:
+      break;
+    case clock_kind::monotonic:
       ns = clock_ns<clock_kind::monotonic>(c);
-      return true;
-    case CLOCK_MONOTONIC_RAW:
+      break;
+    case clock_kind::monotonic_raw:
       ns = clock_ns<clock_kind::monotonic_raw>(c);
-      return true;
-    case CLOCK_BOOTTIME:
+      break;
+    case clock_kind::boottime:
       ns = clock_ns<clock_kind::boottime>(c);
-      return true;
-    case CLOCK_TAI:
+      break;
+    case clock_kind::tai:
       ns = clock_ns<clock_kind::tai>(c);
-      return true;
-    case CLOCK_REALTIME_COARSE:
+      break;
+    case clock_kind::realtime_coarse:
       ns = clock_ns<clock_kind::realtime_coarse>(c);
-      return true;
-    case CLOCK_MONOTONIC_COARSE:
+      break;
+    case clock_kind::monotonic_coarse:
       ns = clock_ns<clock_kind::monotonic_coarse>(c);
-      return true;
-    default:
-      return false;
+      break;
   }
+  return true;
 }
 
 // Virtual times may be negative (a large negative offset): floor division.

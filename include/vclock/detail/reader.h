@@ -18,7 +18,7 @@
 
 namespace vclock::detail {
 
-// The clocks the page serves. Values are not clockid_t: see to_kind().
+// The clocks the page serves. Values are not clockid_t: see kind_of().
 enum class clock_kind : unsigned {
   realtime,
   monotonic,
@@ -48,6 +48,39 @@ inline constexpr clockid_t kernel_clock_of(clock_kind k) noexcept {
       return CLOCK_MONOTONIC_COARSE;
   }
   return CLOCK_MONOTONIC;
+}
+
+// What kind_of() finds for a kernel clock id: the page's clock, or that the
+// page does not serve the id (the CPU-time clocks, the alarms, dynamic
+// clocks, ids no kernel knows). A pair rather than std::optional: the
+// freestanding vDSO image and the public header use it too.
+struct served_kind {
+  bool served;
+  clock_kind kind;  // read only when served
+};
+
+// The page's clock for a kernel clock id: kernel_clock_of()'s inverse. The
+// one place a clockid_t becomes a clock_kind; each caller decides what an
+// id the page does not serve means for it.
+inline constexpr served_kind kind_of(clockid_t id) noexcept {
+  switch (id) {
+    case CLOCK_REALTIME:
+      return {true, clock_kind::realtime};
+    case CLOCK_MONOTONIC:
+      return {true, clock_kind::monotonic};
+    case CLOCK_MONOTONIC_RAW:
+      return {true, clock_kind::monotonic_raw};
+    case CLOCK_BOOTTIME:
+      return {true, clock_kind::boottime};
+    case CLOCK_TAI:
+      return {true, clock_kind::tai};
+    case CLOCK_REALTIME_COARSE:
+      return {true, clock_kind::realtime_coarse};
+    case CLOCK_MONOTONIC_COARSE:
+      return {true, clock_kind::monotonic_coarse};
+    default:
+      return {false, clock_kind::realtime};
+  }
 }
 
 inline constexpr bool is_coarse(clock_kind k) noexcept {
