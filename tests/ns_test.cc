@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -281,11 +282,19 @@ TEST(NextParams, RefusesWhatWouldBreakTheClocks) {
   EXPECT_NE(error.find("out of int64"), std::string::npos) << error;
 }
 
+// The offset from the host that family `f` has at host time `h`.
+std::int64_t offset_now(const ns_params& p, ns_family f, std::int64_t h) {
+  return virtual_time(p, f, h) - h;
+}
+
 // Random changes over a long simulated time. At every change: the old and
 // the new parameters agree for every host time before the switch point
-// (readers holding either answer alike), the new line starts where the old
-// one is at the switch point (plus the offset change), and sampled across
-// the whole run the monotonic clocks never decrease.
+// (readers holding either answer alike); at the switch point itself each
+// clock is exactly where the change puts it (the host's time there plus the
+// offset set, or the old line's value, continuous); from there on it runs
+// at the rate a model of the options says (the last rate set, 0 while
+// frozen), to the nanosecond; and sampled across the whole run the
+// monotonic clocks never decrease.
 TEST(NextParams, LongRandomSequencesAreContinuousAndMonotonic) {
   std::mt19937_64 rng(2026);
   ns_params p{};
@@ -293,8 +302,13 @@ TEST(NextParams, LongRandomSequencesAreContinuousAndMonotonic) {
   std::int64_t mono = 50 * s;
   std::int64_t real = 1'800'000'000 * s;
   ASSERT_TRUE(next_params(nullptr, time_options{}, at(mono, real), p, error));
+  // The model: what the options set so far, independent of ns_params.
+  std::uint64_t model_rate = rate_one_q32;
+  bool model_frozen = false;
   std::int64_t last[ns_family_count] = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
   int changes = 0;
+  int offsets_checked[ns_family_count] = {};
+  int refusals = 0;
   for (int step = 0; step < 20000; ++step) {
     // The host moves on (REALTIME sometimes steps, as settimeofday does).
     const std::int64_t dt = static_cast<std::int64_t>(rng() % (20 * s / 1000)) + 1;
@@ -314,7 +328,7 @@ TEST(NextParams, LongRandomSequencesAreContinuousAndMonotonic) {
     }
     if (!previous_in_force) continue;
     time_options o;
-    switch (rng() % 6) {
+    switch (rng() % 7) {
       case 0:
         o.rate_q32 = 4295 + rng() % (10 * rate_one_q32);
         break;
@@ -324,10 +338,17 @@ TEST(NextParams, LongRandomSequencesAreContinuousAndMonotonic) {
       case 2:
         o.thaw = true;
         break;
+      // A monotonic clock's offset near the one it has (rates above 1 run
+      // it ahead of the host): mostly forward, sometimes back (refused).
       case 3:
-        o.monotonic_offset_ns = static_cast<std::int64_t>(rng() % (1000 * s));
+        o.monotonic_offset_ns = offset_now(p, ns_family::monotonic, now.ns[0]) +
+                                static_cast<std::int64_t>(rng() % (100 * s)) - 10 * s;
         break;
       case 4:
+        o.boottime_offset_ns = offset_now(p, ns_family::boottime, now.ns[2]) +
+                               static_cast<std::int64_t>(rng() % (100 * s)) - 10 * s;
+        break;
+      case 5:
         o.realtime_offset_ns = static_cast<std::int64_t>(rng() % (20 * s)) - 10 * s;
         break;
       default:
@@ -336,13 +357,37 @@ TEST(NextParams, LongRandomSequencesAreContinuousAndMonotonic) {
     }
     host_times sw = now;
     for (std::int64_t& h : sw.ns) h += switch_margin_ns;
+    // Where each family must be at the switch point: the host's time there
+    // plus the offset set, or (nothing set) the old line's value there.
+    std::int64_t want_at_switch[ns_family_count];
+    bool offset_set[ns_family_count];
+    for (int f = 0; f < ns_family_count; ++f) {
+      const auto fam = static_cast<ns_family>(f);
+      const std::optional<std::int64_t>& offset = f <= 1   ? o.monotonic_offset_ns
+                                                  : f == 2 ? o.boottime_offset_ns
+                                                           : o.realtime_offset_ns;
+      offset_set[f] = offset.has_value() || (f == 3 && o.realtime_at_ns.has_value());
+      want_at_switch[f] = f == 3 && o.realtime_at_ns ? *o.realtime_at_ns
+                          : offset                   ? sw.ns[f] + *offset
+                                                     : virtual_time(p, fam, sw.ns[f]);
+    }
     ns_params q{};
     if (!next_params(&p, o, sw, q, error)) {
       // Only a monotonic offset that would move a clock back is refused.
-      ASSERT_TRUE(o.monotonic_offset_ns.has_value()) << error;
+      bool moves_back = false;
+      for (int f = 0; f < 3; ++f) {
+        moves_back |= offset_set[f] &&
+                      want_at_switch[f] < virtual_time(p, static_cast<ns_family>(f), sw.ns[f]);
+      }
+      ASSERT_TRUE(moves_back) << "refused a change that moves no monotonic clock back: " << error;
+      ++refusals;
       continue;
     }
     ++changes;
+    if (o.rate_q32) model_rate = *o.rate_q32;
+    if (o.frozen) model_frozen = true;
+    if (o.thaw) model_frozen = false;
+    const std::uint64_t rate_after = model_frozen ? 0 : model_rate;
     ASSERT_EQ(q.generation, p.generation + 1);
     for (int f = 0; f < ns_family_count; ++f) {
       const auto fam = static_cast<ns_family>(f);
@@ -350,16 +395,26 @@ TEST(NextParams, LongRandomSequencesAreContinuousAndMonotonic) {
         ASSERT_EQ(virtual_time(q, fam, sw.ns[f] - back), virtual_time(p, fam, sw.ns[f] - back))
             << "old and new disagree before the switch point, family " << f;
       }
-      const bool offset_set = (f <= 1 && o.monotonic_offset_ns) ||
-                              (f == 3 && (o.realtime_offset_ns || o.realtime_at_ns));
-      if (!offset_set) {
-        ASSERT_EQ(virtual_time(q, fam, sw.ns[f]), virtual_time(p, fam, sw.ns[f]))
-            << "not continuous at the switch point, family " << f;
+      // Exactly at the switch point: a change one nanosecond late (the old
+      // line still answering there) fails here for an offset.
+      ASSERT_EQ(virtual_time(q, fam, sw.ns[f]), want_at_switch[f])
+          << "family " << f << (offset_set[f] ? ": the offset set" : ": not continuous")
+          << " not in force at the switch point, step " << step;
+      if (offset_set[f]) ++offsets_checked[f];
+      // After it: the rate the options leave, floored as readers floor it.
+      for (std::int64_t ahead : {std::int64_t{1}, std::int64_t{1'000'000}, s, 1000 * s}) {
+        const i128 exact = (static_cast<i128>(ahead) * rate_after) >> 32;
+        ASSERT_EQ(virtual_time(q, fam, sw.ns[f] + ahead),
+                  want_at_switch[f] + static_cast<std::int64_t>(exact))
+            << "family " << f << " does not run at the rate set, " << ahead
+            << " ns after the switch";
       }
     }
     p = q;
   }
   EXPECT_GT(changes, 1000);
+  for (const int n : offsets_checked) EXPECT_GT(n, 100);  // an offset set, on every family
+  EXPECT_GT(refusals, 20);                                // and the refusal check ran
 }
 
 TEST(NextParams, FreezeHoldsAndThawResumesAtTheRateLastSet) {

@@ -2,13 +2,22 @@
  * host's through the raw system call (nobody answers but the kernel), for
  * tests/ns/run.sh.
  *   ns_probe now        one line: virtual and host REALTIME, MONOTONIC,
- *                       BOOTTIME, and virtual TAI - REALTIME, in ns
+ *                       BOOTTIME, and virtual TAI - REALTIME, in ns; each
+ *                       host figure is the midpoint of the narrowest of 100
+ *                       host brackets around the virtual read (a preemption
+ *                       widens one try, not the pair), and bracket_ns the
+ *                       widest of the three brackets kept
  *   ns_probe bracket    virtual MONOTONIC between two host reads, the
  *                       narrowest of 1000 tries: "host0 H0 virtual V host1 H1"
  *   ns_probe watch MS   reads every clock in a loop for MS host ms; exit 1
  *                       if a monotonic clock went back; one line: reads,
  *                       backward, the virtual time each clock advanced,
- *                       host ms elapsed, first and last virtual REALTIME
+ *                       host ms elapsed, first and last virtual REALTIME,
+ *                       the host MONOTONIC at the start and the end, and
+ *                       each clock's rate in ppm (ppm_monotonic, ppm_raw,
+ *                       ppm_boottime, ppm_realtime: its virtual advance over
+ *                       the host's between bracketed pairs at the start and
+ *                       the end; 1000000 is rate 1)
  *   ns_probe unshare-fork S   reads the clocks once ("before"), then enters
  *                       a new kernel time namespace with MONOTONIC and
  *                       BOOTTIME S seconds ahead (unshare and fork, no
@@ -28,15 +37,37 @@
 
 #include "probe_clocks.h"
 
+/* The program's reading of clock `c` and the host's at the same instant: the
+ * midpoint of the narrowest of 100 host brackets around the program's read. */
+static int64_t paired(clockid_t c, int64_t* host, int64_t* widest) {
+  int64_t best0 = 0, best_v = 0, best1 = INT64_MAX;
+  for (int i = 0; i < 100; ++i) {
+    const int64_t h0 = host_ns(c);
+    const int64_t v = program_ns(c);
+    const int64_t h1 = host_ns(c);
+    if (h1 - h0 < best1 - best0) {
+      best0 = h0;
+      best_v = v;
+      best1 = h1;
+    }
+  }
+  *host = best0 + (best1 - best0) / 2;
+  if (best1 - best0 > *widest) *widest = best1 - best0;
+  return best_v;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "now") == 0) {
+    int64_t host_real = 0, host_mono = 0, host_boot = 0, widest = 0;
+    const int64_t real = paired(CLOCK_REALTIME, &host_real, &widest);
+    const int64_t mono = paired(CLOCK_MONOTONIC, &host_mono, &widest);
+    const int64_t boot = paired(CLOCK_BOOTTIME, &host_boot, &widest);
     printf(
         "virtual_realtime %lld host_realtime %lld virtual_monotonic %lld host_monotonic %lld "
-        "virtual_boottime %lld host_boottime %lld tai_minus_realtime %lld\n",
-        (long long)program_ns(CLOCK_REALTIME), (long long)host_ns(CLOCK_REALTIME),
-        (long long)program_ns(CLOCK_MONOTONIC), (long long)host_ns(CLOCK_MONOTONIC),
-        (long long)program_ns(CLOCK_BOOTTIME), (long long)host_ns(CLOCK_BOOTTIME),
-        (long long)(program_ns(CLOCK_TAI) - program_ns(CLOCK_REALTIME)));
+        "virtual_boottime %lld host_boottime %lld tai_minus_realtime %lld bracket_ns %lld\n",
+        (long long)real, (long long)host_real, (long long)mono, (long long)host_mono,
+        (long long)boot, (long long)host_boot,
+        (long long)(program_ns(CLOCK_TAI) - program_ns(CLOCK_REALTIME)), (long long)widest);
     return 0;
   }
   if (argc >= 2 && strcmp(argv[1], "bracket") == 0) {
@@ -59,6 +90,13 @@ int main(int argc, char** argv) {
     const clockid_t mono[] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, CLOCK_BOOTTIME,
                               CLOCK_MONOTONIC_COARSE};
     const int n = (int)(sizeof(mono) / sizeof(mono[0]));
+    /* Each clock's rate: its virtual advance over the host's, between a
+     * bracketed pair at the start and one at the end (before the first reads, which come
+     * a few us before host_start). */
+    const clockid_t rated[] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, CLOCK_BOOTTIME,
+                               CLOCK_REALTIME};
+    int64_t v0[4], h0[4], widest = 0;
+    for (int i = 0; i < 4; ++i) v0[i] = paired(rated[i], &h0[i], &widest);
     int64_t first[4], last[4];
     for (int i = 0; i < n; ++i) first[i] = last[i] = program_ns(mono[i]);
     const int64_t real_first = program_ns(CLOCK_REALTIME);
@@ -80,12 +118,21 @@ int main(int argc, char** argv) {
       ++reads;
     }
     const int64_t elapsed = host_ns(CLOCK_MONOTONIC) - start;
+    long long ppm[4];
+    for (int i = 0; i < 4; ++i) {
+      int64_t h1 = 0;
+      const int64_t v1 = paired(rated[i], &h1, &widest);
+      ppm[i] = h1 > h0[i] ? (long long)((v1 - v0[i]) * 1000000 / (h1 - h0[i])) : -1;
+    }
     printf(
         "reads %lld backward %lld monotonic %lld raw %lld boottime %lld coarse %lld "
-        "host_ms %lld realtime_first %lld realtime_last %lld\n",
+        "host_ms %lld realtime_first %lld realtime_last %lld host_start %lld host_end %lld "
+        "ppm_monotonic %lld ppm_raw %lld ppm_boottime %lld ppm_realtime %lld bracket_ns %lld\n",
         reads, backward, (long long)(last[0] - first[0]), (long long)(last[1] - first[1]),
         (long long)(last[2] - first[2]), (long long)(last[3] - first[3]),
-        (long long)(elapsed / 1000000), (long long)real_first, (long long)real_last);
+        (long long)(elapsed / 1000000), (long long)real_first, (long long)real_last,
+        (long long)start, (long long)(start + elapsed), ppm[0], ppm[1], ppm[2], ppm[3],
+        (long long)widest);
     return backward == 0 ? 0 : 1;
   }
   if (argc >= 3 && strcmp(argv[1], "unshare-fork") == 0) {
@@ -102,11 +149,14 @@ int main(int argc, char** argv) {
     }
     const pid_t child = fork();
     if (child == 0) {
+      int64_t host_mono = 0, host_boot = 0, widest = 0;
+      const int64_t mono = paired(CLOCK_MONOTONIC, &host_mono, &widest);
+      const int64_t boot = paired(CLOCK_BOOTTIME, &host_boot, &widest);
       printf(
           "virtual_monotonic %lld host_monotonic %lld virtual_boottime %lld host_boottime "
-          "%lld\n",
-          (long long)program_ns(CLOCK_MONOTONIC), (long long)host_ns(CLOCK_MONOTONIC),
-          (long long)program_ns(CLOCK_BOOTTIME), (long long)host_ns(CLOCK_BOOTTIME));
+          "%lld bracket_ns %lld\n",
+          (long long)mono, (long long)host_mono, (long long)boot, (long long)host_boot,
+          (long long)widest);
       fflush(stdout);
       _exit(0);
     }
