@@ -23,7 +23,7 @@ namespace {
 // handler never interrupts malloc or fork and the repetitions prove nothing more; each TSan
 // process also takes about a second to start. A tenth of the runs there. Under ASan a quarter:
 // what ASan adds (a bad access in the handler's path) shows in any run, and the full count,
-// which is what catches the rare interleaving, runs in the dev and release presets.
+// which is what catches the rare interleaving, runs in the release preset.
 #if defined(VCLOCK_TEST_TSAN)
 constexpr int repetitions_scale = 10;
 #elif defined(VCLOCK_TEST_ASAN)
