@@ -181,6 +181,11 @@ std::vector<std::string> daemon_args(const std::string& page_path) {
 constexpr std::int64_t max_error_ns = 1'000;
 constexpr std::int64_t error_p99_limit_ns = 200;
 constexpr double kernel_share_limit = 0.05;
+// After a restart the new writer takes the page over and checks the rate it inherits before
+// it counts: 0-1.6 % of the window in dev builds, 6.85 % once in a clean-clone release run
+// (~70 ms). 10 % still fails a writer that recalibrates from scratch there (~0.5 s); the
+// mutant that relearns after every stall is caught by the resumes' 5 %.
+constexpr double kernel_share_after_restart_limit = 0.10;
 
 TEST(DaemonStall, ReadersKeepFullAccuracyThroughStopsAndARestart) {
   VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
@@ -232,7 +237,8 @@ TEST(DaemonStall, ReadersKeepFullAccuracyThroughStopsAndARestart) {
     const char* name = phase_names[static_cast<std::size_t>(p)];
     ASSERT_GT(w.readings, 1'000u) << name;
     EXPECT_LE(w.error_p99(), error_p99_limit_ns) << name;
-    EXPECT_LE(w.kernel_share(), kernel_share_limit)
+    EXPECT_LE(w.kernel_share(),
+              p == after_restart ? kernel_share_after_restart_limit : kernel_share_limit)
         << name << ": readers answered by the kernel (the writer relearning its rate?)";
     EXPECT_LE(w.duration_p9999(), call_limit) << name << ": readers waited";
   }
