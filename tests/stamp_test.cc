@@ -71,6 +71,8 @@ TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
   VCLOCK_SKIP_UNDER_EMULATION(
       "its estimates fell outside their bound under qemu-user (open in issues 23 and 24)");
   if (!counting()) GTEST_SKIP() << "the page is not in counter mode on this machine";
+  std::size_t not_exact = 0;
+  std::size_t all = 0;
   for (const clockid_t clock : clocks) {
     std::vector<sandwich> a;
     std::vector<sandwich> b;
@@ -121,9 +123,13 @@ TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
       // Estimates: stamps inside an update (readers then follow the
       // kernel), or while the page was stale (the timekeeper thread
       // starved). Their share is the scheduler's: ~1% on a quiet 2-core
-      // VM, 11% at load 4, 20% under TSan, 37% under qemu. Exact
-      // conversion broken for good makes it 100%: half fails.
-      EXPECT_LT((estimates + refused) * 2, v->size()) << "clock " << clock;
+      // VM, 11% at load 4, 20% under TSan, 37% under qemu, and for one
+      // clock of CI's TSan run 63% (its timekeeper starved by the two
+      // stamping threads on two cores). Exact conversion broken for a clock
+      // makes it 100%: 90% fails here; over the whole test, half does.
+      EXPECT_LT((estimates + refused) * 10, v->size() * 9) << "clock " << clock;
+      not_exact += estimates + refused;
+      all += v->size();
       if (estimates + refused != 0) {
         std::printf("clock %d: %zu of %zu stamps estimated, %zu refused\n", static_cast<int>(clock),
                     estimates, v->size(), refused);
@@ -148,6 +154,8 @@ TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
       }
     }
   }
+  EXPECT_LT(not_exact * 2, all);
+  std::printf("all clocks: %zu of %zu stamps estimated or refused\n", not_exact, all);
 }
 
 TEST(Stamp, RefusesWhatItCannotConvert) {
