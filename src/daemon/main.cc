@@ -26,6 +26,7 @@
 #include "daemon/fake_bound.h"
 #include "daemon/notify.h"
 #include "daemon/page_file.h"
+#include "daemon/standby_tickers.h"
 #include "daemon/timens_service.h"
 #include "lib/fallback_reason_text.h"
 #include "lib/kernel_bound.h"
@@ -288,12 +289,19 @@ int run(const options& o) {
 
   const sigset_t waiting = install_stop_handlers();
   tick_loop loop(tk);
+  // After the stop handlers: the standbys inherit the blocked stop signals.
+  standby_tickers standbys(tk);
+  if (const int n = standbys.start(); n != 0) {
+    log("standby tickers on CPU %d%s: they tick when this thread's CPU does not run",
+        standbys.cpu(0), n > 1 ? (" and " + std::to_string(standbys.cpu(1))).c_str() : "");
+  }
   bool ready = false;
   bool calibrated = false;
   const std::int64_t started_ns = kernel::now_ns(CLOCK_MONOTONIC);
   auto last_mode = static_cast<fallback_reason>(detail::load_relaxed(wp.p->mode_reason));
   while (stop_signal.load(std::memory_order_relaxed) == 0) {
-    loop.run_once(nullptr);
+    loop.run_once(standbys.lock());
+    standbys.ticked();
     const auto mode = static_cast<fallback_reason>(detail::load_relaxed(wp.p->mode_reason));
     if (mode != last_mode) {
       log("mode: %s", mode_text(mode).c_str());
@@ -326,6 +334,10 @@ int run(const options& o) {
     }
   }
   notify_service_manager("STOPPING=1");
+  standbys.stop();
+  if (standbys.ticks_taken() != 0) {
+    log("standby tickers took %llu ticks", static_cast<unsigned long long>(standbys.ticks_taken()));
+  }
   tk.disable(fallback_reason::daemon_stopped);
   if (stop_signal.load() != 0) {
     log("stopped by %s; page turned off", strsignal(stop_signal.load()));
