@@ -206,6 +206,7 @@ TEST(Stamp, EachStampsStatusInABatch) {
       // Fresh stamps around the others, so that each follows the batch's
       // fast path (a run of exact stamps) as well as its slow one.
       std::vector<vclock_stamp_t> stamps;
+      stamps.reserve(38);
       for (int i = 0; i < 20; ++i) stamps.push_back(vclock_stamp());
       for (const vclock_stamp_t& odd : {stale, none, old}) {
         stamps.push_back(odd);
