@@ -184,6 +184,79 @@ TEST(Stamp, RefusesWhatItCannotConvert) {
   EXPECT_GE(bound, 1'000'000);
 }
 
+// vclock_stamps_to_ns_each: each stamp's status is its own conversion's,
+// refused ones INT64_MIN, and the return the batch's worst; whole-call
+// failures refuse every stamp, bad arguments write nothing.
+TEST(Stamp, EachStampsStatusInABatch) {
+  if (!counting()) GTEST_SKIP() << "the page is not in counter mode on this machine";
+  const std::uint64_t hz = vclock::detail::load_relaxed(vclock::detail::the_page.counter_hz);
+  for (const clockid_t clock : clocks) {
+    // The batch's copy of the history and each single call's are taken at
+    // different times: a stamp on the newest line may be an estimate in
+    // one (a copy taken while the writer stayed mid-update) and exact in
+    // the other. Rare; so a batch that disagrees is taken again.
+    bool agreed = false;
+    for (int attempt = 0; attempt < 3 && !agreed; ++attempt) {
+      const vclock_stamp_t now = vclock_stamp();
+      vclock_stamp_t stale = now;
+      stale.epoch ^= std::uint64_t{1} << 40;  // another boot
+      const vclock_stamp_t none{now.counter, 0};
+      vclock_stamp_t old = now;  // ten seconds ago: before the history, an estimate
+      old.counter -= 10 * hz;
+      // Fresh stamps around the others, so that each follows the batch's
+      // fast path (a run of exact stamps) as well as its slow one.
+      std::vector<vclock_stamp_t> stamps;
+      stamps.reserve(38);
+      for (int i = 0; i < 20; ++i) stamps.push_back(vclock_stamp());
+      for (const vclock_stamp_t& odd : {stale, none, old}) {
+        stamps.push_back(odd);
+        for (int i = 0; i < 5; ++i) stamps.push_back(vclock_stamp());
+      }
+      const std::size_t n = stamps.size();
+      std::vector<std::int64_t> out(n, 7);
+      std::vector<int> status(n, 99);  // a status never written stays 99
+      const int r = vclock_stamps_to_ns_each(clock, stamps.data(), n, out.data(), status.data());
+      ASSERT_EQ(r, -ESTALE) << "clock " << clock;  // the worst: the first refusal
+      ASSERT_EQ(status[20], -ESTALE);
+      ASSERT_EQ(status[26], -ENODATA);
+      ASSERT_EQ(status[32], VCLOCK_STAMP_ESTIMATE);
+      agreed = true;
+      int exact = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(status[i] == 0 || status[i] == VCLOCK_STAMP_ESTIMATE || status[i] == -ESTALE ||
+                    status[i] == -ENODATA)
+            << "clock " << clock << ", stamp " << i << ": " << status[i];
+        std::int64_t one = 0;
+        const int single = vclock_stamp_to_ns(clock, stamps[i], &one);
+        agreed = agreed && status[i] == single;
+        if (status[i] < 0) {
+          ASSERT_EQ(out[i], INT64_MIN) << "stamp " << i;
+        } else if (status[i] == 0 && single == 0) {
+          ++exact;
+          ASSERT_EQ(out[i], one) << "stamp " << i;
+        }
+      }
+      ASSERT_GT(exact, 0) << "clock " << clock;
+      // The plain batch returns the same worst status.
+      std::vector<std::int64_t> plain(n);
+      ASSERT_EQ(vclock_stamps_to_ns(clock, stamps.data(), n, plain.data()), r);
+    }
+    EXPECT_TRUE(agreed) << "clock " << clock << ": each stamp's status is its single call's";
+  }
+  const vclock_stamp_t now = vclock_stamp();
+  // Bad arguments: -EINVAL, nothing written.
+  std::int64_t ns = 7;
+  int st = 99;
+  EXPECT_EQ(vclock_stamps_to_ns_each(CLOCK_MONOTONIC_COARSE, &now, 1, &ns, &st), -EINVAL);
+  EXPECT_EQ(vclock_stamps_to_ns_each(CLOCK_PROCESS_CPUTIME_ID, &now, 1, &ns, &st), -EINVAL);
+  EXPECT_EQ(vclock_stamps_to_ns_each(CLOCK_MONOTONIC, nullptr, 1, &ns, &st), -EINVAL);
+  EXPECT_EQ(vclock_stamps_to_ns_each(CLOCK_MONOTONIC, &now, 1, nullptr, &st), -EINVAL);
+  EXPECT_EQ(vclock_stamps_to_ns_each(CLOCK_MONOTONIC, &now, 1, &ns, nullptr), -EINVAL);
+  EXPECT_EQ(ns, 7);
+  EXPECT_EQ(st, 99);
+  EXPECT_EQ(vclock_stamps_to_ns_each(CLOCK_MONOTONIC, nullptr, 0, nullptr, nullptr), 0);
+}
+
 TEST(Stamp, CxxTimePointBetweenTheReadsAroundIt) {
   if (!counting()) GTEST_SKIP() << "the page is not in counter mode on this machine";
   int exact = 0;

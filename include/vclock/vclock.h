@@ -118,6 +118,12 @@ VCLOCK_API int vclock_stamp_to_ns_bounded(clockid_t clock, vclock_stamp_t stamp,
  * VCLOCK_STAMP_ESTIMATE if any was estimated, else 0. */
 VCLOCK_API int vclock_stamps_to_ns(clockid_t clock, const vclock_stamp_t* stamps, size_t n,
                                    int64_t* out) VCLOCK_NOEXCEPT;
+/* The same, and each stamp's own status in status[i] (0, VCLOCK_STAMP_ESTIMATE
+ * or a negative errno, as vclock_stamp_to_ns would return for it). A call
+ * that fails as a whole, other than for a bad argument (-EINVAL: nothing
+ * written), refuses every stamp: status[i] is its errno, out[i] INT64_MIN. */
+VCLOCK_API int vclock_stamps_to_ns_each(clockid_t clock, const vclock_stamp_t* stamps, size_t n,
+                                        int64_t* out, int* status) VCLOCK_NOEXCEPT;
 
 /* Offline conversion (docs/api.md, "Offline stamps"): the page's history
  * of lines, written to a file now, converts stamps later, in another
@@ -133,6 +139,11 @@ VCLOCK_API int vclock_stamps_export(const char* path) VCLOCK_NOEXCEPT;
 VCLOCK_API int vclock_stamp_convert_file(const char* path, clockid_t clock,
                                          const vclock_stamp_t* stamps, size_t n,
                                          int64_t* out) VCLOCK_NOEXCEPT;
+/* Convert with each stamp's status, as vclock_stamps_to_ns_each (a file that
+ * cannot be used refuses every stamp with its errno). */
+VCLOCK_API int vclock_stamp_convert_file_each(const char* path, clockid_t clock,
+                                              const vclock_stamp_t* stamps, size_t n, int64_t* out,
+                                              int* status) VCLOCK_NOEXCEPT;
 
 #ifdef __cplusplus
 }

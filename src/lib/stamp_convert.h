@@ -17,9 +17,14 @@ namespace vclock::detail {
 // The clocks a stamp converts to; false for any other id.
 bool stamp_clock_kind(clockid_t clock, clock_kind& k) noexcept;
 
-// vclock_stamps_to_ns's loop against the snapshot `s`: the worst status.
+// vclock_stamps_to_ns's loop against the snapshot `s`: the worst status;
+// and each stamp's in status[i] when `status` is not null (the _each calls).
 int convert_stamps(const history_snapshot& s, clock_kind k, const vclock_stamp_t* stamps,
-                   std::size_t n, std::int64_t* out) noexcept;
+                   std::size_t n, std::int64_t* out, int* status = nullptr) noexcept;
+
+// A conversion that failed as a whole (no history, an unreadable file):
+// every stamp refused with `err`, for the _each calls. Returns err.
+int refuse_stamps(int err, std::size_t n, std::int64_t* out, int* status) noexcept;
 
 }  // namespace vclock::detail
 

@@ -216,4 +216,18 @@ VCLOCK_API int vclock_stamp_convert_file(const char* path, clockid_t clock,
   return d::convert_stamps(s, k, stamps, n, out);
 }
 
+VCLOCK_API int vclock_stamp_convert_file_each(const char* path, clockid_t clock,
+                                              const vclock_stamp_t* stamps, size_t n, int64_t* out,
+                                              int* status) noexcept {
+  if (path == nullptr || (n != 0 && (stamps == nullptr || out == nullptr || status == nullptr))) {
+    return -EINVAL;
+  }
+  d::clock_kind k{};
+  if (!d::stamp_clock_kind(clock, k)) return -EINVAL;
+  d::history_snapshot s;
+  const int r = d::read_stamp_file(path, s);
+  if (r != 0) return d::refuse_stamps(r, n, out, status);
+  return d::convert_stamps(s, k, stamps, n, out, status);
+}
+
 }  // extern "C"

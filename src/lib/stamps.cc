@@ -77,10 +77,13 @@ VCLOCK_RESOLVER_SAFE stamp_fn stamp_for(counter_ordering ordering) noexcept {
   return for_ordering<stamp_set>(ordering);
 }
 
-// The batch conversion against one snapshot: live (vclock_stamps_to_ns)
-// and from an exported file (stamp_file.cc) alike.
-int convert_stamps(const history_snapshot& s, clock_kind k, const vclock_stamp_t* stamps, size_t n,
-                   int64_t* out) noexcept {
+namespace {
+
+// The batch loop; `each`: status[i] written too (a separate instance, so
+// the plain batch's loop stays as it was).
+template <bool each>
+int convert_loop(const history_snapshot& s, clock_kind k, const vclock_stamp_t* stamps, size_t n,
+                 int64_t* out, int* status) noexcept {
   history_segment seg;
   bool have_seg = false;
   exact_range fast;  // the last segment's exact part: most stamps of a batch
@@ -90,20 +93,40 @@ int convert_stamps(const history_snapshot& s, clock_kind k, const vclock_stamp_t
     const std::uint64_t c = stamps[i].counter;
     if (stamps[i].epoch == epoch && c - fast.lo < fast.span) [[likely]] {
       out[i] = fast.base + delta_to_ns(c - fast.cycle_last, fast.mult, fast.shift);
+      if constexpr (each) status[i] = stamp_exact;
       continue;
     }
     stamp_time t;
-    const int status = stamp_to_time(s, k, stamps[i].epoch, stamps[i].counter, seg, have_seg, t);
-    if (status < 0) {
+    const int r = stamp_to_time(s, k, stamps[i].epoch, stamps[i].counter, seg, have_seg, t);
+    if constexpr (each) status[i] = r;
+    if (r < 0) {
       out[i] = INT64_MIN;
-      if (worst >= 0) worst = status;
+      if (worst >= 0) worst = r;
       continue;
     }
     out[i] = t.ns;
-    if (status == 0) fast = exact_range_of(seg, k);
-    if (status > worst && worst >= 0) worst = status;
+    if (r == stamp_exact) fast = exact_range_of(seg, k);
+    if (r > worst && worst >= 0) worst = r;
   }
   return worst;
+}
+
+}  // namespace
+
+// The batch conversion against one snapshot: live (vclock_stamps_to_ns)
+// and from an exported file (stamp_file.cc) alike.
+int convert_stamps(const history_snapshot& s, clock_kind k, const vclock_stamp_t* stamps, size_t n,
+                   int64_t* out, int* status) noexcept {
+  if (status != nullptr) return convert_loop<true>(s, k, stamps, n, out, status);
+  return convert_loop<false>(s, k, stamps, n, out, nullptr);
+}
+
+int refuse_stamps(int err, size_t n, int64_t* out, int* status) noexcept {
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = INT64_MIN;
+    status[i] = err;
+  }
+  return err;
 }
 
 }  // namespace vclock::detail
@@ -159,6 +182,18 @@ VCLOCK_API int vclock_stamps_to_ns(clockid_t clock, const vclock_stamp_t* stamps
   const int r = d::prepare(clock, k, s);
   if (r != 0) return r;
   return d::convert_stamps(s, k, stamps, n, out);
+}
+
+VCLOCK_API int vclock_stamps_to_ns_each(clockid_t clock, const vclock_stamp_t* stamps, size_t n,
+                                        int64_t* out, int* status) noexcept {
+  if (n == 0) return 0;
+  if (stamps == nullptr || out == nullptr || status == nullptr) return -EINVAL;
+  d::clock_kind k{};
+  if (!d::stamp_clock_kind(clock, k)) return -EINVAL;  // a bad argument: nothing written
+  d::history_snapshot s;
+  const int r = d::prepare(clock, k, s);
+  if (r != 0) return d::refuse_stamps(r, n, out, status);
+  return d::convert_stamps(s, k, stamps, n, out, status);
 }
 
 }  // extern "C"
