@@ -439,14 +439,7 @@ TEST(StampExport, FileErrors) {
   EXPECT_EQ(vclock_stamp_convert_file(dir.c_str(), CLOCK_MONOTONIC, &one, 1, &ns), -EISDIR);
 }
 
-bool counting() {
-  vclock_gettime_ns(CLOCK_MONOTONIC);  // the first call starts the timekeeper
-  if (!vclock::test::wait_for_counter_mode(vclock::detail::the_page)) return false;
-  for (int i = 0; i < 1000 && vclock_stamp().epoch == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return vclock_stamp().epoch != 0;
-}
+using vclock::test::counting;
 
 // This process's page: stamps over ~0.3 s, exported, converted from the
 // file as the live conversion converts them (after the export, so that its
