@@ -89,10 +89,8 @@ inline constexpr bool is_coarse(clock_kind k) noexcept {
 
 // The one switch from a run-time clock_kind to a template instance: returns
 // f.template operator()<K>() for K == k. A caller that dispatches a
-// kind_of() result (the vDSO image) writes what it does per clock once, as a
-// template lambda, and lists no kind. (The shim's gettime_other keeps its
-// own switch: with g++ 12 this helper gave its rdtscp variant a longer
-// MONOTONIC_RAW path, three jumps taken where there were none.)
+// kind_of() result (the vDSO image, the shim's virtual entry points) writes
+// what it does per clock once, as a template lambda, and lists no kind.
 // Always inlined, the lambda with it: each case is the caller's own code, as
 // if it had written the switch (no call, no table of function pointers,
 // nothing to relocate: the freestanding vDSO image uses it too).
