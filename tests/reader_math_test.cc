@@ -430,6 +430,19 @@ TEST(Reader, KindOfIsTheInverseOfKernelClockOf) {
   EXPECT_EQ(served, static_cast<int>(std::size(page_clocks)));
 }
 
+// with_kind(), the switch the vDSO image and the shim dispatch kind_of()'s answer through,
+// reaches each kind's own instance.
+TEST(Reader, WithKindCallsTheInstanceOfItsKind) {
+  using vclock::detail::with_kind;
+  int kinds = 0;
+  for_each_kind([&]<clock_kind K>() {
+    ++kinds;
+    EXPECT_EQ(with_kind(K, []<clock_kind J>() noexcept { return J; }), K)
+        << "kind " << static_cast<unsigned>(K);
+  });
+  EXPECT_EQ(kinds, 7);
+}
+
 // --- read_fast / read_careful ---------------------------------------------------------------
 
 TEST(Reader, FastPathAddsTheRightOffsetForEachClock) {

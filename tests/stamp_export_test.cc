@@ -507,14 +507,7 @@ TEST(StampExport, EachStampsStatusFromAFile) {
   EXPECT_EQ(status, std::vector<int>(3, -ENOENT));
 }
 
-bool counting() {
-  vclock_gettime_ns(CLOCK_MONOTONIC);  // the first call starts the timekeeper
-  if (!vclock::test::wait_for_counter_mode(vclock::detail::the_page)) return false;
-  for (int i = 0; i < 1000 && vclock_stamp().epoch == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return vclock_stamp().epoch != 0;
-}
+using vclock::test::counting;
 
 // Each stamp's value, status and (for an estimate) bound, from a snapshot.
 struct per_stamp {

@@ -55,15 +55,7 @@ std::vector<sandwich> take(clockid_t clock, bool relaxed, int bursts) {
   return v;
 }
 
-bool counting() {
-  vclock_gettime_ns(CLOCK_MONOTONIC);  // the first call starts the timekeeper
-  if (!vclock::test::wait_for_counter_mode(vclock::detail::the_page)) return false;
-  // Its first tick after counting begins gives stamps their epoch.
-  for (int i = 0; i < 1000 && vclock_stamp().epoch == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return vclock_stamp().epoch != 0;
-}
+using vclock::test::counting;
 
 TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
   // Open in issues 23 and 24: under qemu-user 7.2 (the arm64 preset) 7998 of one thread's

@@ -11,6 +11,7 @@
 
 #include "lib/kernel_clock.h"
 #include "vclock/detail/arch/cpu_features.h"
+#include "vclock/detail/reader.h"
 
 namespace vclock::cli {
 
@@ -52,7 +53,7 @@ bool has_rdtscp() { return arch::has_rdtscp(); }
 std::int64_t raw_now_ns() {
   timespec ts{};
   kernel::gettime(CLOCK_MONOTONIC_RAW, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+  return std::int64_t{ts.tv_sec} * detail::ns_per_s + ts.tv_nsec;
 }
 
 double counter_hz_or_measure(double calibrated_hz, int measure_ms) {
@@ -64,7 +65,8 @@ double counter_hz_or_measure(double calibrated_hz, int measure_ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(measure_ms));
   const std::uint64_t c1 = ticks();
   const std::int64_t t1 = raw_now_ns();
-  return t1 > t0 ? static_cast<double>(c1 - c0) * 1e9 / static_cast<double>(t1 - t0) : 0;
+  return t1 > t0 ? static_cast<double>(c1 - c0) * detail::ns_per_s / static_cast<double>(t1 - t0)
+                 : 0;
 }
 
 }  // namespace vclock::cli

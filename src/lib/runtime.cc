@@ -138,9 +138,9 @@ bool create_parked_thread() noexcept {
 // multi-threaded fork (it stops the process, or deadlocks on its own locks
 // held across fork), and GCC 12's AddressSanitizer now and then deadlocks
 // there too: its pthread_create waits for its thread registry's lock, held
-// by another thread of the parent when it forked (seen 5 times in 6,000 runs
-// of tests/first_call_probe fork, the stack in AsanThread::Create). Under
-// either a child stays on the kernel.
+// by another thread of the parent when it forked (seen in runs of
+// tests/first_call_probe fork, the stack in AsanThread::Create; how often:
+// docs/performance.md). Under either a child stays on the kernel.
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 constexpr bool can_restart_after_fork = false;
 #elif defined(__has_feature)

@@ -70,22 +70,16 @@ template <counter_ordering O>
 [[gnu::noinline]] int gettime_other(clockid_t clock, timespec* ts) noexcept {
   const d::served_kind k = d::kind_of(clock);
   if (k.served) {
-    switch (k.kind) {
-      case clock_kind::realtime:
-        return careful_into<clock_kind::realtime, O>(ts);
-      case clock_kind::monotonic:
-        return careful_into<clock_kind::monotonic, O>(ts);
-      case clock_kind::monotonic_raw:
-        return fine_into<clock_kind::monotonic_raw, O>(ts);
-      case clock_kind::boottime:
-        return fine_into<clock_kind::boottime, O>(ts);
-      case clock_kind::tai:
-        return careful_into<clock_kind::tai, O>(ts);
-      case clock_kind::monotonic_coarse:
-        return careful_into<clock_kind::monotonic_coarse, O>(ts);
-      case clock_kind::realtime_coarse:
-        return careful_into<clock_kind::realtime_coarse, O>(ts);
-    }
+    // Forced inline: left to the inliner, g++ 12 laid out the rdtscp and
+    // lfence variants' MONOTONIC_RAW and BOOTTIME paths longer (jumps taken).
+    return d::with_kind(
+        k.kind, [ts]<clock_kind K>() __attribute__((always_inline)) {
+          if constexpr (K == clock_kind::monotonic_raw || K == clock_kind::boottime) {
+            return fine_into<K, O>(ts);  // the fine clocks gettime() left, inlined here
+          } else {
+            return careful_into<K, O>(ts);
+          }
+        });
   }
   // Clocks a namespace does not move (CPU time, and every id the kernel
   // knows and vclock does not): the kernel's.

@@ -25,7 +25,7 @@ namespace vclock::timens {
 // Each returns false with `error` set (one phrase, no prefix) on bad input:
 // a malformed text, a value out of int64 ns, a rate out of range.
 bool parse_duration(std::string_view text, std::int64_t& ns, std::string& error);
-bool parse_instant(std::string_view text, std::int64_t& ns_since_epoch, std::string& error);
+bool parse_instant(std::string_view text, std::int64_t& since_epoch_ns, std::string& error);
 // The rate as Q32.32 (virtual ns per host ns, times 2^32).
 bool parse_rate(std::string_view text, std::uint64_t& rate_q32, std::string& error);
 

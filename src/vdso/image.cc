@@ -144,29 +144,7 @@ template <clock_kind K>
   if (c == nullptr || (c->host_page == 0 && c->ns_page == 0)) return false;
   const d::served_kind k = d::kind_of(clock);
   if (!k.served) return false;
-  switch (k.kind) {
-    case clock_kind::realtime:
-      ns = clock_ns<clock_kind::realtime>(c);
-      break;
-    case clock_kind::monotonic:
-      ns = clock_ns<clock_kind::monotonic>(c);
-      break;
-    case clock_kind::monotonic_raw:
-      ns = clock_ns<clock_kind::monotonic_raw>(c);
-      break;
-    case clock_kind::boottime:
-      ns = clock_ns<clock_kind::boottime>(c);
-      break;
-    case clock_kind::tai:
-      ns = clock_ns<clock_kind::tai>(c);
-      break;
-    case clock_kind::realtime_coarse:
-      ns = clock_ns<clock_kind::realtime_coarse>(c);
-      break;
-    case clock_kind::monotonic_coarse:
-      ns = clock_ns<clock_kind::monotonic_coarse>(c);
-      break;
-  }
+  ns = d::with_kind(k.kind, [c]<clock_kind K>() { return clock_ns<K>(c); });
   return true;
 }
 

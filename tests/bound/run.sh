@@ -14,12 +14,7 @@ unset VCLOCK_NS LD_PRELOAD
 dir=$(mktemp -d "${TMPDIR:-/tmp}/vclock-bound.XXXXXX") # 0700: a page in it is accepted
 # shellcheck source=../support/daemon.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon.sh"
-daemon_pid=
-stop_daemon() {
-  stop_pid "$daemon_pid"
-  daemon_pid=
-}
-trap 'stop_daemon; rm -rf "$dir"' EXIT
+stop_daemon_on_exit "$dir"
 
 # shellcheck source=../support/results.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/results.sh"
@@ -29,8 +24,7 @@ export VCLOCK_PAGE=$dir/page
 
 # --- The fake source through a real vclockd ---------------------------------------------------
 echo '{"status": "synced", "error_ns": 200000, "drift_ppb": 100}' >"$fake"
-"$vclockd" --page "$dir/page" --bound-source "fake:$fake" 2>"$dir/vclockd.log" &
-daemon_pid=$!
+start_daemon "$dir/vclockd.log" "$vclockd" --page "$dir/page" --bound-source "fake:$fake"
 wait_attached "$vclock" "$VCLOCK_PAGE"
 if ! "$probe" wait 1 5000 >/dev/null; then
   fail "no synced bound within 5 s: $(cat "$dir/vclockd.log")"
@@ -150,8 +144,8 @@ else
   # "local stratum 10": chronyd serves its own clock, synchronised, with (nearly) no error.
   start_chronyd "local stratum 10"
   export VCLOCK_PAGE=$dir/chrony-page
-  "$vclockd" --page "$VCLOCK_PAGE" --bound-source "chrony:$chrony_port" 2>"$dir/vclockd.log" &
-  daemon_pid=$!
+  start_daemon "$dir/vclockd.log" \
+    "$vclockd" --page "$VCLOCK_PAGE" --bound-source "chrony:$chrony_port"
   wait_attached "$vclock" "$VCLOCK_PAGE"
   if out=$("$probe" wait 1 5000); then
     json=$("$vclock" bound --json)

@@ -37,23 +37,35 @@
 
 #include "probe_clocks.h"
 
-/* The program's reading of clock `c` and the host's at the same instant: the
- * midpoint of the narrowest of 100 host brackets around the program's read. */
-static int64_t paired(clockid_t c, int64_t* host, int64_t* widest) {
-  int64_t best0 = 0, best_v = 0, best1 = INT64_MAX;
-  for (int i = 0; i < 100; ++i) {
+/* A program read of clock `c` between two host reads. */
+struct bracket {
+  int64_t host0, program, host1;
+};
+
+/* The narrowest of `tries` brackets: a preemption widens one try, not the
+ * one kept. */
+static struct bracket narrowest(clockid_t c, int tries) {
+  struct bracket best = {0, 0, INT64_MAX};
+  for (int i = 0; i < tries; ++i) {
     const int64_t h0 = host_ns(c);
     const int64_t v = program_ns(c);
     const int64_t h1 = host_ns(c);
-    if (h1 - h0 < best1 - best0) {
-      best0 = h0;
-      best_v = v;
-      best1 = h1;
+    if (h1 - h0 < best.host1 - best.host0) {
+      best.host0 = h0;
+      best.program = v;
+      best.host1 = h1;
     }
   }
-  *host = best0 + (best1 - best0) / 2;
-  if (best1 - best0 > *widest) *widest = best1 - best0;
-  return best_v;
+  return best;
+}
+
+/* The program's reading of clock `c` and the host's at the same instant: the
+ * midpoint of the narrowest of 100 host brackets around the program's read. */
+static int64_t paired(clockid_t c, int64_t* host, int64_t* widest) {
+  const struct bracket b = narrowest(c, 100);
+  *host = b.host0 + (b.host1 - b.host0) / 2;
+  if (b.host1 - b.host0 > *widest) *widest = b.host1 - b.host0;
+  return b.program;
 }
 
 int main(int argc, char** argv) {
@@ -71,19 +83,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 2 && strcmp(argv[1], "bracket") == 0) {
-    int64_t best0 = 0, best_v = 0, best1 = INT64_MAX;
-    for (int i = 0; i < 1000; ++i) {
-      const int64_t h0 = host_ns(CLOCK_MONOTONIC);
-      const int64_t v = program_ns(CLOCK_MONOTONIC);
-      const int64_t h1 = host_ns(CLOCK_MONOTONIC);
-      if (h1 - h0 < best1 - best0) {
-        best0 = h0;
-        best_v = v;
-        best1 = h1;
-      }
-    }
-    printf("host0 %lld virtual %lld host1 %lld\n", (long long)best0, (long long)best_v,
-           (long long)best1);
+    const struct bracket b = narrowest(CLOCK_MONOTONIC, 1000);
+    printf("host0 %lld virtual %lld host1 %lld\n", (long long)b.host0, (long long)b.program,
+           (long long)b.host1);
     return 0;
   }
   if (argc >= 3 && strcmp(argv[1], "watch") == 0) {

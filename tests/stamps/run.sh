@@ -16,18 +16,12 @@ unset VCLOCK_NS LD_PRELOAD
 dir=$(mktemp -d "${TMPDIR:-/tmp}/vclock-stamps.XXXXXX") # 0700: a page in it is accepted
 # shellcheck source=../support/daemon.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon.sh"
-daemon_pid=
-stop_daemon() {
-  stop_pid "$daemon_pid"
-  daemon_pid=
-}
-trap 'stop_daemon; rm -rf "$dir"' EXIT
+stop_daemon_on_exit "$dir"
 # shellcheck source=../support/results.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/results.sh"
 
 export VCLOCK_PAGE=$dir/page
-"$vclockd" --page "$dir/page" 2>"$dir/vclockd.log" &
-daemon_pid=$!
+start_daemon "$dir/vclockd.log" "$vclockd" --page "$dir/page"
 if ! wait_attached "$vclock" "$VCLOCK_PAGE"; then
   fail "vclockd's page not counting within 10 s: $(cat "$dir/vclockd.log")"
   finish

@@ -16,6 +16,33 @@ stop_pid() {
   return 0
 }
 
+# The test's vclockd: start_daemon keeps its pid here, stop_daemon stops it by that pid.
+daemon_pid=
+
+# start_daemon LOG COMMAND...: runs COMMAND (vclockd and its options) in the background, its
+# stderr to LOG, and keeps its pid in daemon_pid.
+start_daemon() {
+  local log=$1
+  shift
+  "$@" 2>"$log" &
+  daemon_pid=$!
+}
+
+# stop_daemon: stops start_daemon's vclockd, if one runs (stop_pid).
+stop_daemon() {
+  stop_pid "$daemon_pid"
+  daemon_pid=
+}
+
+# stop_daemon_on_exit DIR: on exit, however the test ends, stops the daemon and removes DIR
+# (the test's scratch directory). A test that starts more processes sets its own EXIT trap.
+stop_daemon_on_exit() {
+  local quoted
+  printf -v quoted '%q' "$1"
+  # shellcheck disable=SC2064 # the directory is fixed now, quoted once
+  trap "stop_daemon; rm -rf ${quoted}" EXIT
+}
+
 # wait_attached VCLOCK PAGE: 0 once a process started now attaches to PAGE in counter mode
 # (processes attach when they start), 1 after 10 s.
 wait_attached() {

@@ -13,8 +13,10 @@
 #include <string>
 #include <thread>
 
+#include "lib/runtime.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/page.h"
+#include "vclock/vclock.h"
 
 namespace vclock::test {
 
@@ -45,6 +47,19 @@ inline bool wait_for_counter_mode(const std::string& path,
   const bool counting = wait_for_counter_mode(*static_cast<const page*>(m), timeout);
   munmap(m, page_bytes);
   return counting;
+}
+
+// This process's own page counts, and stamps have their epoch: false if
+// the page is not in counter mode within the wait above (a machine whose
+// counter vclock does not use), or no stamp epoch comes a second after.
+inline bool counting() {
+  vclock_gettime_ns(CLOCK_MONOTONIC);  // the first call starts the timekeeper
+  if (!wait_for_counter_mode(detail::the_page)) return false;
+  // Its first tick after counting begins gives stamps their epoch.
+  for (int i = 0; i < 1000 && vclock_stamp().epoch == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return vclock_stamp().epoch != 0;
 }
 
 }  // namespace vclock::test

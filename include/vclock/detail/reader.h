@@ -87,6 +87,34 @@ inline constexpr bool is_coarse(clock_kind k) noexcept {
   return k == clock_kind::realtime_coarse || k == clock_kind::monotonic_coarse;
 }
 
+// The one switch from a run-time clock_kind to a template instance: returns
+// f.template operator()<K>() for K == k. A caller that dispatches a
+// kind_of() result (the vDSO image, the shim's virtual entry points) writes
+// what it does per clock once, as a template lambda, and lists no kind.
+// Always inlined, the lambda with it: each case is the caller's own code, as
+// if it had written the switch (no call, no table of function pointers,
+// nothing to relocate: the freestanding vDSO image uses it too).
+template <class F>
+[[gnu::always_inline]] inline decltype(auto) with_kind(clock_kind k, F&& f) noexcept {
+  switch (k) {
+    case clock_kind::realtime:
+      return f.template operator()<clock_kind::realtime>();
+    case clock_kind::monotonic:
+      return f.template operator()<clock_kind::monotonic>();
+    case clock_kind::monotonic_raw:
+      return f.template operator()<clock_kind::monotonic_raw>();
+    case clock_kind::boottime:
+      return f.template operator()<clock_kind::boottime>();
+    case clock_kind::tai:
+      return f.template operator()<clock_kind::tai>();
+    case clock_kind::realtime_coarse:
+      return f.template operator()<clock_kind::realtime_coarse>();
+    case clock_kind::monotonic_coarse:
+      break;
+  }
+  return f.template operator()<clock_kind::monotonic_coarse>();
+}
+
 inline constexpr std::int64_t ns_per_s = 1000000000;
 
 // The pure arithmetic of the fast path: ns elapsed for `delta` ticks.

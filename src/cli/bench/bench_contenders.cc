@@ -146,7 +146,7 @@ std::uint64_t gettime_plus_shm_bound() noexcept {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     if (shm_bound_page.generation.load(std::memory_order_acquire) != g0) continue;
-    const std::int64_t now = ts.tv_sec * std::int64_t{1'000'000'000} + ts.tv_nsec;
+    const std::int64_t now = ts.tv_sec * detail::ns_per_s + ts.tv_nsec;
     const auto grown = static_cast<std::int64_t>(static_cast<double>(now - as_of) * drift / 1e6);
     return static_cast<std::uint64_t>((now - bound - grown) ^ (now + bound + grown));
   }
@@ -501,8 +501,8 @@ void prepare_contenders() {
   if (vclock_shim.gettime != nullptr) {
     shim_stats_helper = start_shim_stats_helper(shim);
     timens::time_options offsets;
-    offsets.realtime_offset_ns = std::int64_t{86400} * 1'000'000'000;
-    offsets.monotonic_offset_ns = std::int64_t{3600} * 1'000'000'000;
+    offsets.realtime_offset_ns = 86400 * detail::ns_per_s;
+    offsets.monotonic_offset_ns = 3600 * detail::ns_per_s;
     load_shim_in_namespace(shim, offsets, ns_offsets_shim);
     timens::time_options rate;
     rate.rate_q32 = std::uint64_t{2} << 32;

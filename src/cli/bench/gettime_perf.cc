@@ -152,7 +152,7 @@ std::string ratio_text(double v) { return v == v ? tool::strformat("%.3fx", v) :
 
 // Calls per second of the clock, from a round's count.
 double per_second(std::uint64_t calls, const plan& p) {
-  return static_cast<double>(calls) * 1e9 / static_cast<double>(p.span_ns);
+  return static_cast<double>(calls) * ns_per_s / static_cast<double>(p.span_ns);
 }
 
 std::string rate_text(std::uint64_t calls, const plan& p) {
@@ -167,7 +167,7 @@ void print_text(const status_snapshot& s, int cpu, const plan& p, const std::vec
       "calls until the clock itself has advanced %.1f s, best of %d interleaved rounds,\n"
       "as calls per second (more is faster). Ratios are of time per call.\n",
       s.kernel_clocksource.c_str(), mode.c_str(), s.ordering.c_str(), cpu,
-      static_cast<double>(p.span_ns) / 1e9, p.rounds);
+      static_cast<double>(p.span_ns) / ns_per_s, p.rounds);
   tool::text_table t({"clock", "vDSO timespec", "vclock timespec", "vclock _ns", "timespec vs vDSO",
                       "timespec vs _ns"});
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -6,8 +6,8 @@
 // vclock's REALTIME) and notes the kernel's MONOTONIC time then, and does
 // nothing else. Seen by the sampler, it is the lag of a writer that
 // published the instant it woke: the floor of vclockd's, measured the same
-// way (issue 20: vclockd within 5 us of it at p50 and p99). On a VM it is
-// mostly the vCPU's wake-up.
+// way (issue 20 holds vclockd to it; docs/performance.md, round 3, has
+// what it measured). On a VM it is mostly the vCPU's wake-up.
 #ifndef VCLOCK_SRC_CLI_MEASURE_STEP_LAG_FLOOR_H_
 #define VCLOCK_SRC_CLI_MEASURE_STEP_LAG_FLOOR_H_
 

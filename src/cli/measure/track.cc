@@ -23,6 +23,7 @@
 #include "lib/kernel_clock.h"
 #include "lib/status.h"
 #include "tool/args.h"
+#include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {
@@ -94,7 +95,7 @@ summary summarise(const std::vector<sample>& samples) {
 }
 
 void sleep_ns(std::int64_t ns) {
-  const timespec t{ns / 1'000'000'000, ns % 1'000'000'000};
+  const timespec t{ns / detail::ns_per_s, ns % detail::ns_per_s};
   nanosleep(&t, nullptr);
 }
 
@@ -180,7 +181,7 @@ int run_track(std::span<char* const> args) {
   const std::int64_t start = kernel::now_ns(CLOCK_MONOTONIC);
   for (std::int64_t t = 0; t < seconds; t += interval_s) {
     std::vector<sample> window[clock_count];
-    const std::int64_t end = start + (t + interval_s) * 1'000'000'000;
+    const std::int64_t end = start + (t + interval_s) * detail::ns_per_s;
     while (kernel::now_ns(CLOCK_MONOTONIC) < end) {
       for (int c = 0; c < clock_count; ++c) {
         window[c].push_back(take_sample(clocks[c].id));

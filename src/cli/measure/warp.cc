@@ -36,6 +36,7 @@
 #include "tool/args.h"
 #include "tool/json.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/reader.h"
 #include "vclock/vclock.h"
 
 namespace vclock::cli {
@@ -59,7 +60,7 @@ kernel::gettime_fn vdso_gettime = nullptr;
 std::uint64_t read_vdso(clockid_t c) noexcept {
   timespec ts{};
   vdso_gettime(c, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+  return static_cast<std::uint64_t>(ts.tv_sec) * detail::ns_per_s +
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
@@ -433,13 +434,14 @@ warp_report run_all(const warp_options& o) {
   w.cfg.clock = clock.id;
   static const std::vector<reader> all = readers();
   const auto runs = static_cast<double>(2 * all.size());
-  w.cfg.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(o.seconds * 1e9 / runs));
+  w.cfg.duration =
+      std::chrono::nanoseconds(static_cast<std::int64_t>(o.seconds * detail::ns_per_s / runs));
   for (const reader& r : all) {
     const std::string name = r.ticks ? r.function : r.function + "(" + clock.name + ")";
     for (const bool classic : {true, false}) {
       warp_result res{&r, name, classic ? "ticket-lock" : "lock-free",
                       classic ? run_classic(r, w.cfg) : run_lockfree(r, w.cfg), 0};
-      const double scale = r.ticks ? 1e9 / w.counter_hz : 1.0;
+      const double scale = r.ticks ? detail::ns_per_s / w.counter_hz : 1.0;
       res.max_warp_ns = static_cast<double>(res.counts.max_warp) * scale;
       w.ordered_warps += r.ordered_vclock ? res.counts.warps : 0;
       w.results.push_back(res);

@@ -18,6 +18,7 @@
 #include "timens/time_options.h"
 #include "tool/args.h"
 #include "tool/json.h"
+#include "vclock/detail/reader.h"
 
 namespace vclock::cli {
 namespace {
@@ -45,9 +46,9 @@ std::string rate_text(std::uint64_t q32) {
   return text;
 }
 
-std::string ns_text(std::int64_t ns) {
+std::string seconds_text(std::int64_t ns) {
   char text[64];
-  std::snprintf(text, sizeof(text), "%+.9f s", static_cast<double>(ns) / 1e9);
+  std::snprintf(text, sizeof(text), "%+.9f s", static_cast<double>(ns) / detail::ns_per_s);
   return text;
 }
 
@@ -93,13 +94,13 @@ int show(const std::string& path, bool json) {
   add("generation", std::to_string(p.generation));
   add("state", frozen ? "frozen" : "running");
   add("rate", rate_text(p.rate_running_q32));
-  add("offset_monotonic", ns_text(p.offset_monotonic_ns) + " (at the last change)");
-  add("offset_boottime", ns_text(p.offset_boottime_ns));
-  add("offset_realtime", ns_text(p.offset_realtime_ns));
+  add("offset_monotonic", seconds_text(p.offset_monotonic_ns) + " (at the last change)");
+  add("offset_boottime", seconds_text(p.offset_boottime_ns));
+  add("offset_realtime", seconds_text(p.offset_realtime_ns));
   for (int i = 0; i < ns_family_count; ++i) {
     const std::int64_t v = timens::virtual_time(p, static_cast<ns_family>(i), now.ns[i]);
     add((std::string(names[i]) + "_now").c_str(),
-        ns_text(v).substr(1) + " (host " + ns_text(now.ns[i]).substr(1) + ")");
+        seconds_text(v).substr(1) + " (host " + seconds_text(now.ns[i]).substr(1) + ")");
   }
   std::fputs(t.str().c_str(), stdout);
   return tool::exit_ok;

@@ -9,6 +9,7 @@
 #include "lib/runtime.h"
 #include "tool/args.h"
 #include "tool/json.h"
+#include "vclock/detail/reader.h"
 #include "vclock/detail/seqlock.h"
 #include "vclock/page.h"
 #include "vclock/vclock.h"
@@ -32,13 +33,13 @@ const char* source_name(std::uint32_t source) {
 
 std::string utc(std::int64_t ns) {
   if (ns == INT64_MIN || ns == INT64_MAX) return ns < 0 ? "-infinity" : "+infinity";
-  const time_t seconds = static_cast<time_t>(ns / 1'000'000'000);
+  const time_t seconds = static_cast<time_t>(ns / detail::ns_per_s);
   tm t{};
   gmtime_r(&seconds, &t);
   char text[64];
   std::snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", t.tm_year + 1900,
                 t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-                static_cast<long long>(ns % 1'000'000'000));
+                static_cast<long long>(ns % detail::ns_per_s));
   return text;
 }
 
