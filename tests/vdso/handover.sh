@@ -361,7 +361,7 @@ if [[ ${#probes[@]} -gt 0 ]]; then
     fail "SIGTERM sent during the install: exit $rc, '$(cat "$work/paused.out" "$work/paused.err")'"
   fi
   # 20 SIGRTMIN, which the probe inherits ignored (queued: a traced process's ignored signals
-  # still reach its tracer), then one SIGRTMIN+1 (fatal by default): the 22nd signal reaches the
+  # still reach its tracer), then one SIGRTMIN+1 (fatal by default): the 21st signal reaches the
   # probe too (the tracer once held at most 16 and dropped the rest). Without the lethal one,
   # the image is still installed.
   rtmin1=$(kill -l RTMIN+1)
