@@ -4,7 +4,10 @@
 // cost of time.Now() in ns per call (fastest of 5 runs of 2,000,000 calls); with "threads", 4
 // goroutines reading time.Now() for 2 s (run it with GOMAXPROCS=2: the runtime preempts them
 // with SIGURG, which the handover's tracer passes on), "threads_ok true" if no reading of any
-// went back (the monotonic reading) and each made progress.
+// went back (the monotonic reading) and each made progress; with "busy", 4 goroutines each
+// running a loop without calls (the runtime preempts them with SIGURG, one stop each in the
+// tracer under `vclock run`) through a fixed amount of work, "busy_ns NS" its wall time
+// (tests/vdso/bench.sh).
 package main
 
 import (
@@ -40,7 +43,30 @@ func threads() {
 	fmt.Printf("threads_ok %t\n", ok[0] && ok[1] && ok[2] && ok[3])
 }
 
+func busy() {
+	var wg sync.WaitGroup
+	sums := make([]uint64, 4)
+	start := time.Now()
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			sum := uint64(g)
+			for i := uint64(0); i < 300000000; i++ {
+				sum = sum*6364136223846793005 + i
+			}
+			sums[g] = sum
+		}(g)
+	}
+	wg.Wait()
+	fmt.Printf("busy_ns %d check %d\n", time.Since(start).Nanoseconds(), (sums[0]^sums[1]^sums[2]^sums[3])&1)
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "busy" {
+		busy()
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "loop" {
 		best := 0.0
 		for run := 0; run < 5; run++ {

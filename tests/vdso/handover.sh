@@ -5,6 +5,8 @@
 # `go build`, plus busybox-static's `date`, directly and from `sh -c`. Also: ptrace refused
 # (run under `strace -f`) is never silent, and a setuid program keeps the host's time.
 #   usage: handover.sh VCLOCK
+# Signals sent while the image is installed reach the program afterwards, and a named
+# namespace (`--ns NAME`, a vclockd of the test's own serving the page) reaches each probe.
 # Exit 0 all passed, 1 a case failed, 77 none failed but some could not run here (no compiler,
 # no busybox-static, not root...), with the reasons on the last line.
 set -uo pipefail
@@ -13,6 +15,8 @@ vclock=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../support/results.sh
 source "${here}/../support/results.sh"
+# shellcheck source=../support/daemon.sh
+source "${here}/../support/daemon.sh"
 unset VCLOCK_NS VCLOCK_PAGE LD_PRELOAD
 
 if [[ ! -e $(dirname "$vclock")/vclock-vdso.so ]]; then
@@ -23,12 +27,24 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/vclock-handover-test.XXXXXX")
 chmod 755 "$work"
 export TMPDIR=$work/tmp
 mkdir -m 1777 "$TMPDIR"
+# A user's namespaces live in XDG_RUNTIME_DIR (root's beside the daemon's page, in $work too).
+if [[ $(id -u) -ne 0 ]]; then
+  export XDG_RUNTIME_DIR=$work/runtime
+  mkdir -m 700 "$XDG_RUNTIME_DIR"
+fi
 bg_pids=()
+daemon_pid=
+paused_tracer=
+# Stops what this script started, by pid: a tracer it paused is continued first (its tracee
+# waits on it), the daemon is stopped and waited for (it removes its page), then $work goes.
 cleanup() {
+  [[ -n $paused_tracer ]] && kill -CONT "$paused_tracer" 2>/dev/null
   for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null; done
+  stop_pid "$daemon_pid"
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'echo "FAIL  stopped by a signal"; exit 1' INT TERM HUP
 
 day=$((86400 * 1000000000))
 hour=$((3600 * 1000000000))
@@ -160,6 +176,74 @@ else
   skip "go: not here (golang-go)"
 fi
 
+# --- --ns NAME: a named namespace, served by a running vclockd ----------------------------
+# A vclockd of the test's own (its page in $work: nothing lands in /run/vclock), started and
+# stopped by its pid; a namespace made with `vclock ns create` (root's beside that page, kept by
+# the daemon; another user's in XDG_RUNTIME_DIR, also in $work). Each static probe and the Go
+# probe under `vclock run --ns NAME`: each clock shows the namespace's offset, and the image
+# reads the daemon's page (`vclock status --pid`: calls served from it).
+named_ns_case() {
+  local vclockd name="vclock-handover-$$" before after out
+  vclockd=$(dirname "$vclock")/vclockd
+  if [[ ! -x $vclockd ]]; then
+    skip "--ns NAME: no vclockd beside $vclock"
+    return
+  fi
+  mkdir -m 755 "$work/daemon"
+  "$vclockd" --page "$work/daemon/page" 2>"$work/vclockd.log" &
+  daemon_pid=$!
+  if ! wait_attached "$vclock" "$work/daemon/page"; then
+    fail "--ns NAME: vclockd's page not in counter mode in 10 s: $(tail -3 "$work/vclockd.log")"
+    return
+  fi
+  local -x VCLOCK_PAGE=$work/daemon/page
+  if ! out=$("$vclock" ns create "$name" --realtime +1d --monotonic +1h 2>&1); then
+    fail "--ns NAME: vclock ns create: $out"
+    return
+  fi
+  for p in "${probes[@]}"; do
+    before=$("$work/$p")
+    out=$("$vclock" run --ns "$name" -- "$work/$p")
+    after=$("$work/$p")
+    in_bracket "$p --ns NAME (+1d, +1h): realtime" "$(field "$out" realtime)" \
+      $(($(field "$before" realtime) + day)) $(($(field "$after" realtime) + day))
+    in_bracket "$p --ns NAME (+1d, +1h): monotonic" "$(field "$out" monotonic)" \
+      $(($(field "$before" monotonic) + hour)) $(($(field "$after" monotonic) + hour))
+  done
+  if [[ -x $work/go_probe ]]; then
+    before=$(date +%s%N)
+    out=$("$vclock" run --ns "$name" -- "$work/go_probe")
+    after=$(date +%s%N)
+    in_bracket "go --ns NAME: time.Now" "$(field "$out" realtime)" \
+      $((before + day)) $((after + day))
+    if [[ $(field "$out" slept_ok) == true ]]; then
+      pass "go --ns NAME: time.Since across a 10 ms time.Sleep"
+    else
+      fail "go --ns NAME: time.Since across a 10 ms time.Sleep: '$out'"
+    fi
+  fi
+  if [[ ${#probes[@]} -gt 0 ]]; then
+    "$vclock" run --ns "$name" -- "$work/${probes[0]}" 3 >/dev/null &
+    local pid=$!
+    bg_pids+=("$pid")
+    sleep 1
+    out=$("$vclock" status --pid "$pid" 2>&1)
+    wait "$pid"
+    if grep -Eq "vclock-vdso.so \(served [1-9]" <<<"$out" &&
+      grep -q "$work/daemon/page" <<<"$out"; then
+      pass "--ns NAME: the image serves from the daemon's page ($(grep -o 'served[^)]*' <<<"$out"))"
+    else
+      fail "--ns NAME: vclock status --pid: $out"
+    fi
+  fi
+  "$vclock" ns rm "$name" >/dev/null 2>&1
+  stop_pid "$daemon_pid"
+  daemon_pid=
+}
+if [[ ${#probes[@]} -gt 0 || -x $work/go_probe ]]; then
+  named_ns_case
+fi
+
 # The image reads what the shim would read in that process: its environment at exec. A command
 # that leaves the namespace (unsets VCLOCK_NS) or disables vclock gets the host's time.
 if [[ ${#probes[@]} -gt 0 ]]; then
@@ -191,6 +275,144 @@ if [[ ${#probes[@]} -gt 0 ]]; then
     in_bracket "SIGWINCH storm $try: --realtime +1d" "$(field "$(cat "$work/storm.out")" realtime)" \
       $((before + day)) $((after + day))
   done
+fi
+
+# Signals sent while the image is installed, made certain rather than hoped for: the command is
+# a shell that waits on a fifo, then execs the probe. Once the shell waits (its own exec handled,
+# state S), its tracer is stopped (SIGSTOP, by its pid: the shell's TracerPid) and the fifo
+# written: the probe's exec stops and waits for the tracer, the image not yet mapped. Signals sent
+# then are pending when the tracer, continued, installs the image, and must reach the probe
+# afterwards as they would without a tracer (POSIX merges repeats of a standard signal; real-time
+# ones queue). A run that did not reach that window gives no verdict (a skip).
+# proc_state PID: the state letter of /proc/PID/stat ('' when gone)
+proc_state() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  stat=${stat##*) }
+  echo "${stat%% *}"
+}
+# wait_for TEST...: 0 once TEST succeeds, 1 after 10 s
+wait_for() {
+  for _ in $(seq 1000); do
+    "$@" && return 0
+    sleep 0.01
+  done
+  return 1
+}
+tracer_of() { awk '/^TracerPid:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+# shell_waits PID VCLOCK: PID is traced, past vclock (the shell: any shell), and asleep
+shell_waits() {
+  [[ $(tracer_of "$1") =~ ^[1-9] && $(readlink "/proc/$1/exe") != "$2" &&
+    $(proc_state "$1") == S ]]
+}
+tracer_stopped() { [[ $(proc_state "$1") == T ]]; }
+probe_at_exec() { [[ $(readlink "/proc/$1/exe") == "$2" && $(proc_state "$1") == t ]]; }
+# paused_install IGNORED SIGNAL...: probes[0] under `vclock run --realtime +1d` that way, the
+# launching shell ignoring IGNORED first ('' for none: an ignored disposition survives exec), the
+# SIGNALs sent at its exec. Sets pid (the probe's, still running), caught (true when the signals
+# went in before the install). The caller waits for pid: where the window was not reached, the
+# command is killed (the shell would wait on the fifo for ever).
+paused_install() {
+  local ignored=$1 fifo=$work/install.fifo
+  shift
+  paused_install_steps "$@" && return
+  kill -CONT "$paused_tracer" 2>/dev/null
+  paused_tracer=
+  kill -KILL "$pid" 2>/dev/null
+}
+paused_install_steps() {  # SIGNAL...: paused_install's steps; 1 where the window was missed
+  local tracer s
+  caught=false
+  rm -f "$fifo" && mkfifo "$fifo"
+  (
+    [[ -n $ignored ]] && trap '' "$ignored"
+    # shellcheck disable=SC2016 # the inner shell expands them
+    exec "$vclock" run --realtime +1d -- sh -c 'read -r _ <"$0" && exec "$1"' "$fifo" \
+      "$work/$p" >"$work/paused.out" 2>"$work/paused.err"
+  ) &
+  pid=$!
+  bg_pids+=("$pid")
+  wait_for shell_waits "$pid" "$(readlink -f "$vclock")" || return 1
+  tracer=$(tracer_of "$pid")
+  [[ $tracer =~ ^[1-9][0-9]*$ ]] || return 1
+  paused_tracer=$tracer
+  kill -STOP "$tracer"
+  wait_for tracer_stopped "$tracer" || return 1
+  echo >"$fifo"
+  wait_for probe_at_exec "$pid" "$(readlink -f "$work/$p")" || return 1
+  grep -q vclock-vdso.so "/proc/$pid/maps" && return 1
+  caught=true
+  for s in "$@"; do kill -s "$s" "$pid"; done
+  kill -CONT "$tracer"
+  paused_tracer=
+}
+if [[ ${#probes[@]} -gt 0 ]]; then
+  p=${probes[0]}
+  # SIGTERM (fatal by default: handlers are reset at exec): the probe ends by it, as it would
+  # have ended at its first instruction without a tracer.
+  paused_install "" TERM
+  wait "$pid" 2>/dev/null
+  rc=$?
+  if [[ $caught != true ]]; then
+    skip "signals during the install: the probe's exec stop was not reached"
+  elif ((rc == 128 + 15)) && [[ ! -s $work/paused.out ]]; then
+    pass "SIGTERM sent during the install: the probe ended by it (exit $rc)"
+  else
+    fail "SIGTERM sent during the install: exit $rc, '$(cat "$work/paused.out" "$work/paused.err")'"
+  fi
+  # 20 SIGRTMIN, which the probe inherits ignored (queued: a traced process's ignored signals
+  # still reach its tracer), then one SIGRTMIN+1 (fatal by default): the 21st signal reaches the
+  # probe too (the tracer once held at most 16 and dropped the rest). Without the lethal one,
+  # the image is still installed.
+  rtmin1=$(kill -l RTMIN+1)
+  twenty=()
+  for _ in $(seq 20); do twenty+=(RTMIN); done
+  paused_install RTMIN "${twenty[@]}" RTMIN+1
+  wait "$pid" 2>/dev/null
+  rc=$?
+  if [[ $caught != true ]]; then
+    skip "signals during the install: the probe's exec stop was not reached"
+  elif ((rc == 128 + rtmin1)); then
+    pass "20 ignored SIGRTMIN then SIGRTMIN+1 during the install: ended by SIGRTMIN+1 (exit $rc)"
+  else
+    fail "20 ignored SIGRTMIN then SIGRTMIN+1 during the install: exit $rc (want" \
+      "$((128 + rtmin1))), '$(cat "$work/paused.out" "$work/paused.err")'"
+  fi
+  before=$(date +%s%N)
+  paused_install RTMIN "${twenty[@]}"
+  wait "$pid" 2>/dev/null
+  rc=$?
+  after=$(date +%s%N)
+  if [[ $caught == true ]]; then
+    ((rc == 0)) || fail "20 ignored SIGRTMIN during the install: exit $rc"
+    in_bracket "20 ignored SIGRTMIN during the install: --realtime +1d" \
+      "$(field "$(cat "$work/paused.out")" realtime)" $((before + day)) $((after + day))
+  else
+    skip "signals during the install: the probe's exec stop was not reached"
+  fi
+  # SIGSTOP (never blockable: held by the tracer, sent again): the probe stops before its first
+  # instruction and stays stopped (its run takes ~20 ms) until SIGCONT; then it runs on the image.
+  before=$(date +%s%N)
+  paused_install "" STOP
+  sleep 0.5
+  if [[ $caught == true ]]; then
+    if kill -0 "$pid" 2>/dev/null && [[ ! -s $work/paused.out ]]; then
+      pass "SIGSTOP during the install: the probe stopped (0.5 s, nothing printed)"
+    else
+      fail "SIGSTOP during the install: the probe ran on: '$(cat "$work/paused.out")'"
+    fi
+  fi
+  kill -CONT "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  rc=$?
+  after=$(date +%s%N)
+  if [[ $caught == true ]]; then
+    ((rc == 0)) || fail "SIGSTOP during the install, then SIGCONT: exit $rc"
+    in_bracket "SIGSTOP during the install, then SIGCONT: --realtime +1d" \
+      "$(field "$(cat "$work/paused.out")" realtime)" $((before + day)) $((after + day))
+  else
+    skip "signals during the install: the probe's exec stop was not reached"
+  fi
 fi
 
 # --- never silent: ptrace refused ---------------------------------------------------------
@@ -264,7 +486,7 @@ if [[ ${#probes[@]} -gt 0 ]]; then
   else
     fail "vclock status --pid: does not say the image: $status"
   fi
-  wait "$pid"
+  wait "$pid" 2>/dev/null
   # A dynamic program keeps the shim, unless --vdso gives it the image too.
   if "$cc" -O2 -o "$work/dynamic_probe" "$here/static_probe.c" 2>/dev/null; then
     for opt in "" --vdso; do

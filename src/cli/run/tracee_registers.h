@@ -20,8 +20,12 @@ bool can_inject_into_tracee() noexcept;
 // PTRACE_EVENT_EXEC (before its first instruction). begin() saves its
 // registers and the code at its entry and puts a small stub there;
 // finish() puts both back, so that the program starts as the kernel left
-// it. Signals that arrive meanwhile are held back and queued to it again
-// by finish() (the same signals; their sender's details are lost).
+// it. Signals that arrive meanwhile stay pending in the kernel: begin()
+// blocks every signal it may (all but SIGKILL, SIGSTOP and SIGTRAP, which
+// the stub's int3 raises), finish() puts the program's own mask back, and
+// they reach it as they would have, each with its sender's details, real-
+// time ones queued. What still comes (SIGSTOP, or anything where the
+// kernel cannot set a tracee's mask) is held and queued again by finish().
 class tracee_calls {
  public:
   bool begin(pid_t pid, std::string& error);
@@ -37,8 +41,9 @@ class tracee_calls {
   std::uint64_t entry_ = 0;
   std::uint64_t saved_code_ = 0;
   std::uint64_t stack_pointer_ = 0;
-  int held_signals_[16] = {};
-  int held_count_ = 0;
+  std::uint64_t held_signals_ = 0;  // bit N-1: signal N held (POSIX merges repeats)
+  std::uint64_t saved_mask_ = 0;    // the program's blocked set at its exec
+  bool mask_set_ = false;           // begin() blocked the rest: finish() restores
   alignas(8) unsigned char saved_registers_[512] = {};
 };
 

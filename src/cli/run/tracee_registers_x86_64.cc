@@ -10,6 +10,13 @@
 // The arguments travel in rdi, rsi, rdx, r10, r8, r9, which execve's
 // return leaves alone. Each call rewrites the stub's number; finish()
 // restores the code and every register (rax 0: execve's own result).
+//
+// Signals meanwhile: a signal the tracee dequeued during a call would stop
+// it here, in the tracer, and could only be suppressed and sent again (its
+// sender's details lost, real-time repeats merged, any beyond a fixed
+// count dropped). So begin() blocks them in the tracee (PTRACE_SETSIGMASK)
+// and they wait in the kernel, as sent, until finish() restores the mask.
+// SIGTRAP stays as the program had it: the stub's int3 forces it anyway.
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -18,8 +25,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <iterator>
+#include <string>
 
 #include "cli/run/tracee_registers.h"
 
@@ -27,6 +35,10 @@ namespace vclock::cli {
 namespace {
 
 constexpr std::uint64_t stub_size = 8;
+
+// A kernel sigset_t (64 signals on x86-64): bit N-1 is signal N.
+constexpr std::uint64_t bit_of(int signal) { return std::uint64_t{1} << (signal - 1); }
+constexpr std::size_t kernel_sigset_size = sizeof(std::uint64_t);
 
 std::uint64_t stub_for(long nr) {
   std::uint64_t code = 0xb8;  // mov eax, imm32
@@ -74,6 +86,18 @@ bool tracee_calls::begin(pid_t pid, std::string& error) {
     return false;
   }
   saved_code_ = static_cast<std::uint64_t>(code);
+  // Last, so that nothing fails after it without finish() to undo it. A
+  // kernel without PTRACE_GETSIGMASK (before 3.11): signals are held.
+  held_signals_ = 0;
+  mask_set_ = false;
+  std::uint64_t mask = 0;
+  if (ptrace(PTRACE_GETSIGMASK, pid, kernel_sigset_size, &mask) == 0) {
+    std::uint64_t all = ~bit_of(SIGTRAP) | (mask & bit_of(SIGTRAP));
+    if (ptrace(PTRACE_SETSIGMASK, pid, kernel_sigset_size, &all) == 0) {
+      saved_mask_ = mask;
+      mask_set_ = true;
+    }
+  }
   return true;
 }
 
@@ -116,19 +140,27 @@ bool tracee_calls::call(long nr, std::initializer_list<std::uint64_t> args, std:
     }
     const int signal = WSTOPSIG(status);
     const int event = status >> 16;
-    if (signal == SIGTRAP && event == 0) {
-      if (ptrace(PTRACE_GETREGS, pid_, nullptr, &regs) != 0 || regs.rip != entry_ + stub_size) {
-        error = "the injected call stopped somewhere else";
+    if (event == 0) {
+      if (ptrace(PTRACE_GETREGS, pid_, nullptr, &regs) != 0) {
+        error = std::string("cannot read the tracee's registers: ") + std::strerror(errno);
         return false;
       }
-      result = static_cast<std::int64_t>(regs.rax);
-      return true;
+      if (signal == SIGTRAP && regs.rip == entry_ + stub_size) {
+        result = static_cast<std::int64_t>(regs.rax);
+        return true;
+      }
+      // A fault of the stub itself would come back at every run.
+      siginfo_t info{};
+      if (ptrace(PTRACE_GETSIGINFO, pid_, nullptr, &info) == 0 && info.si_code > 0 &&
+          (signal == SIGSEGV || signal == SIGBUS || signal == SIGILL || signal == SIGFPE)) {
+        error = "the injected call faulted (signal " + std::to_string(signal) + ")";
+        return false;
+      }
+      // A signal on its way in that no mask holds back (SIGSTOP, another's
+      // SIGTRAP): held, queued again by finish().
+      if (signal > 0 && signal <= 64) held_signals_ |= bit_of(signal);
     }
-    // A signal on its way in (held, queued again by finish()), or a stop
-    // of ptrace's own: run on to the stub's trap.
-    if (event == 0 && held_count_ < static_cast<int>(std::size(held_signals_))) {
-      held_signals_[held_count_++] = signal;
-    }
+    // Or a stop of ptrace's own: run on to the stub's trap.
     if (ptrace(PTRACE_CONT, pid_, nullptr, nullptr) != 0) {
       error = std::string("cannot run the tracee: ") + std::strerror(errno);
       return false;
@@ -137,6 +169,21 @@ bool tracee_calls::call(long nr, std::initializer_list<std::uint64_t> args, std:
 }
 
 bool tracee_calls::finish(std::string& error) {
+  // The mask first, whatever fails after: a program left with every
+  // signal blocked would never see one. What waited behind it reaches the
+  // program, through the tracer, as it runs; what was held is pending again.
+  bool restored = true;
+  if (mask_set_) {
+    mask_set_ = false;
+    if (ptrace(PTRACE_SETSIGMASK, pid_, kernel_sigset_size, &saved_mask_) != 0) {
+      error = std::string("cannot restore the tracee's signal mask: ") + std::strerror(errno);
+      restored = false;
+    }
+  }
+  for (int signal = 1; signal <= 64; ++signal) {
+    if ((held_signals_ & bit_of(signal)) != 0) syscall(SYS_tgkill, pid_, pid_, signal);
+  }
+  held_signals_ = 0;
   if (!poke(pid_, entry_, saved_code_, error)) return false;
   user_regs_struct regs{};
   std::memcpy(&regs, saved_registers_, sizeof(regs));
@@ -146,10 +193,7 @@ bool tracee_calls::finish(std::string& error) {
     error = std::string("cannot restore the tracee's registers: ") + std::strerror(errno);
     return false;
   }
-  // Pending again: each reaches the program, through the tracer, when it runs.
-  for (int i = 0; i < held_count_; ++i) syscall(SYS_tgkill, pid_, pid_, held_signals_[i]);
-  held_count_ = 0;
-  return true;
+  return restored;
 }
 
 }  // namespace vclock::cli
