@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "lib/history.h"
 #include "lib/status.h"
 #include "support/child_process.h"
 #include "support/emulation.h"
@@ -154,6 +155,52 @@ TEST(Fork, ChildKeepsWorkingAndStaysMonotonic) {
                  << "): the child's return to it was not checked";
   }
 #endif
+}
+
+// A process with a page of its own (no vclockd) and its child share the boot and, until the
+// fork, the lines; after it each page goes its own way. So each side refuses the other's
+// stamps (-ESTALE) rather than convert them through lines they were never read on.
+TEST(Fork, AChildsOwnPageGivesItsStampsAnEpochOfTheirOwn) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
+#if defined(VCLOCK_TEST_TSAN) || defined(VCLOCK_TEST_ASAN)
+  GTEST_SKIP() << "a child under a sanitizer stays on the kernel (runtime.cc)";
+#endif
+  const vclock::status_snapshot parent_status = vclock::read_status(2000);
+  if (!parent_status.counter_mode || parent_status.source != "in-process") {
+    GTEST_SKIP() << "needs this process's own page in counter mode (source " << parent_status.source
+                 << ", " << parent_status.reason << ")";
+  }
+  const vclock_stamp_t parent_stamp = vclock_stamp();
+  std::int64_t ns = 0;
+  ASSERT_GE(vclock_stamp_to_ns(CLOCK_MONOTONIC, parent_stamp, &ns), 0);
+  // Any other process's own page too, unrelated ones included (docs/stamps.md): its epoch is
+  // marked as one process's, apart from vclockd's.
+  EXPECT_NE(parent_stamp.epoch & vclock::detail::private_counter_epoch, 0u) << parent_stamp.epoch;
+
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    EXPECT_TRUE(vclock::read_status(2000).counter_mode);
+    const vclock_stamp_t mine = vclock_stamp();
+    EXPECT_NE(mine.epoch, parent_stamp.epoch);
+    EXPECT_EQ(vclock_stamp_to_ns(CLOCK_MONOTONIC, parent_stamp, &ns), -ESTALE);
+    EXPECT_GE(vclock_stamp_to_ns(CLOCK_MONOTONIC, mine, &ns), 0);
+    EXPECT_EQ(write(fds[1], &mine, sizeof mine), static_cast<ssize_t>(sizeof mine));
+    end_child_test();
+  }
+  close(fds[1]);
+  vclock_stamp_t child_stamp{};
+  const ssize_t got = read(fds[0], &child_stamp, sizeof child_stamp);
+  close(fds[0]);
+  EXPECT_TRUE(child_passed_status(wait_with_watchdog(pid, std::chrono::seconds(30))));
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof child_stamp));
+  EXPECT_NE(child_stamp.epoch, parent_stamp.epoch);
+  EXPECT_EQ(vclock_stamp_to_ns(CLOCK_MONOTONIC, child_stamp, &ns), -ESTALE);
+  EXPECT_GE(vclock_stamp_to_ns(CLOCK_MONOTONIC, parent_stamp, &ns), 0);
 }
 
 // --- signals ---------------------------------------------------------------------------------

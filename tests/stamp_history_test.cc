@@ -59,23 +59,8 @@ reading read_now(clock_kind k, const page& p, const world& w) {
   r.epoch = detail::load_relaxed(p.history.header.epoch);
   r.kind = k;
   r.at = w.now();
-  switch (k) {
-    case clock_kind::realtime:
-      r.value = read_at<clock_kind::realtime>(p, w, r.counter, r.kernel);
-      break;
-    case clock_kind::monotonic_raw:
-      r.value = read_at<clock_kind::monotonic_raw>(p, w, r.counter, r.kernel);
-      break;
-    case clock_kind::boottime:
-      r.value = read_at<clock_kind::boottime>(p, w, r.counter, r.kernel);
-      break;
-    case clock_kind::tai:
-      r.value = read_at<clock_kind::tai>(p, w, r.counter, r.kernel);
-      break;
-    default:
-      r.value = read_at<clock_kind::monotonic>(p, w, r.counter, r.kernel);
-      break;
-  }
+  r.value =
+      detail::with_kind(k, [&]<clock_kind K>() { return read_at<K>(p, w, r.counter, r.kernel); });
   return r;
 }
 

@@ -629,23 +629,7 @@ class driver {
   }
 
   std::int64_t read(clock_kind k, int cpu, bool& kernel_called) {
-    switch (k) {
-      case clock_kind::realtime:
-        return read_as<clock_kind::realtime>(cpu, kernel_called);
-      case clock_kind::monotonic:
-        return read_as<clock_kind::monotonic>(cpu, kernel_called);
-      case clock_kind::monotonic_raw:
-        return read_as<clock_kind::monotonic_raw>(cpu, kernel_called);
-      case clock_kind::boottime:
-        return read_as<clock_kind::boottime>(cpu, kernel_called);
-      case clock_kind::tai:
-        return read_as<clock_kind::tai>(cpu, kernel_called);
-      case clock_kind::realtime_coarse:
-        return read_as<clock_kind::realtime_coarse>(cpu, kernel_called);
-      case clock_kind::monotonic_coarse:
-        return read_as<clock_kind::monotonic_coarse>(cpu, kernel_called);
-    }
-    return 0;
+    return detail::with_kind(k, [&]<clock_kind K>() { return read_as<K>(cpu, kernel_called); });
   }
 
   void do_read(clock_kind k, int cpu, bool mid_update) {

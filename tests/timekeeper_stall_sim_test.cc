@@ -87,14 +87,7 @@ std::int64_t read_as(const page& p, const world& w, bool& kernel_called) {
 }
 
 std::int64_t read(clock_kind k, const page& p, const world& w, bool& kernel_called) {
-  switch (k) {
-    case clock_kind::monotonic_raw:
-      return read_as<clock_kind::monotonic_raw>(p, w, kernel_called);
-    case clock_kind::realtime:
-      return read_as<clock_kind::realtime>(p, w, kernel_called);
-    default:
-      return read_as<clock_kind::monotonic>(p, w, kernel_called);
-  }
+  return detail::with_kind(k, [&]<clock_kind K>() { return read_as<K>(p, w, kernel_called); });
 }
 
 outcome run(const stall_case& c, std::uint64_t seed) {

@@ -27,12 +27,12 @@ using vclock::test::vdso_functions;
 
 using vclock::detail::ns_per_s;
 
-std::int64_t ns_of(const timespec& ts) { return ts.tv_sec * ns_per_s + ts.tv_nsec; }
+std::int64_t timespec_ns(const timespec& ts) { return ts.tv_sec * ns_per_s + ts.tv_nsec; }
 
 std::int64_t kernel_ns(clockid_t c) {
   timespec ts{};
   syscall(SYS_clock_gettime, c, &ts);
-  return ns_of(ts);
+  return timespec_ns(ts);
 }
 
 constexpr clockid_t page_clocks[] = {CLOCK_REALTIME,        CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW,
@@ -66,8 +66,8 @@ class vdso_image : public ::testing::Test {
     const std::int64_t after = kernel_ns(clock);
     EXPECT_GE(ts.tv_nsec, 0);
     EXPECT_LT(ts.tv_nsec, ns_per_s);
-    EXPECT_GE(ns_of(ts), before - slack);
-    EXPECT_LE(ns_of(ts), after + slack);
+    EXPECT_GE(timespec_ns(ts), before - slack);
+    EXPECT_LE(timespec_ns(ts), after + slack);
   }
 
   std::unique_ptr<mapped_vdso_image> image_;
@@ -103,7 +103,7 @@ TEST_F(vdso_image, WithoutConfigGivesTheKernelsAnswers) {
     timespec kernel{};
     ASSERT_EQ(f_.clock_getres(c, &mine), 0);
     syscall(SYS_clock_getres, c, &kernel);
-    EXPECT_EQ(ns_of(mine), ns_of(kernel)) << c;
+    EXPECT_EQ(timespec_ns(mine), timespec_ns(kernel)) << c;
   }
   long t = 0;
   const long before = static_cast<long>(::time(nullptr));
@@ -204,8 +204,8 @@ TEST_F(vdso_image_namespace, RealtimeOffsetOfOneDay) {
   const std::int64_t before = kernel_ns(CLOCK_REALTIME);
   ASSERT_EQ(f_.clock_gettime(CLOCK_REALTIME, &ts), 0);
   const std::int64_t after = kernel_ns(CLOCK_REALTIME);
-  EXPECT_GE(ns_of(ts), before + day);
-  EXPECT_LE(ns_of(ts), after + day);
+  EXPECT_GE(timespec_ns(ts), before + day);
+  EXPECT_LE(timespec_ns(ts), after + day);
   const long now = static_cast<long>(::time(nullptr));
   EXPECT_NEAR(static_cast<double>(f_.time(nullptr)), static_cast<double>(now + 86'400), 1.0);
   timeval tv{};
@@ -225,7 +225,7 @@ TEST_F(vdso_image_namespace, RateTwo) {
   usleep(20'000);
   ASSERT_EQ(f_.clock_gettime(CLOCK_MONOTONIC, &b), 0);
   const std::int64_t h1 = kernel_ns(CLOCK_MONOTONIC);
-  const std::int64_t virtual_elapsed = ns_of(b) - ns_of(a);
+  const std::int64_t virtual_elapsed = timespec_ns(b) - timespec_ns(a);
   EXPECT_GE(virtual_elapsed, 2 * 20'000'000);
   EXPECT_LE(virtual_elapsed, 2 * (h1 - h0));
 }
@@ -237,7 +237,7 @@ TEST_F(vdso_image_namespace, Frozen) {
   ASSERT_EQ(f_.clock_gettime(CLOCK_REALTIME, &a), 0);
   usleep(5'000);
   ASSERT_EQ(f_.clock_gettime(CLOCK_REALTIME, &b), 0);
-  EXPECT_EQ(ns_of(a), ns_of(b));
+  EXPECT_EQ(timespec_ns(a), timespec_ns(b));
   EXPECT_EQ(f_.clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a), 0);  // CPU time is never moved
   EXPECT_EQ(f_.clock_gettime(-1000, &a), -EINVAL);
 }

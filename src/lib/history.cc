@@ -247,8 +247,17 @@ bool history_writer::counter_went_back(std::uint64_t cycle_last) const noexcept 
 
 void history_writer::next_counter_epoch() noexcept {
   const std::uint64_t epoch = load_relaxed(h_.header.epoch);
-  const auto counter_epoch = static_cast<std::uint32_t>(epoch) + 1;
+  const auto old = static_cast<std::uint32_t>(epoch);
+  // A private page's epochs stay private (the bit kept, the count wrapping
+  // below it); a shared page's skip 0, which means "no history".
+  const std::uint32_t counter_epoch =
+      (old & private_counter_epoch) | ((old + 1) & ~private_counter_epoch);
   begin_epoch((epoch & ~std::uint64_t{0xffffffff}) | (counter_epoch == 0 ? 1u : counter_epoch));
+}
+
+void history_writer::begin_private_epoch(std::uint32_t salt) noexcept {
+  const std::uint64_t epoch = load_relaxed(h_.header.epoch);
+  begin_epoch((epoch & ~std::uint64_t{0xffffffff}) | private_counter_epoch | salt);
 }
 
 // An ordinary entry (page.h) when `next` is exactly what it encodes.

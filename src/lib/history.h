@@ -32,6 +32,12 @@ history_line line_of(const clock_line& l) noexcept;
 // The epoch word of a boot (boot id, page header) and a counter epoch.
 std::uint64_t stamp_epoch(const std::uint8_t (&boot_id)[16], std::uint32_t counter_epoch) noexcept;
 
+// The counter epochs of a page that one process keeps for itself (the
+// in-process timekeeper's) have this bit set and the rest of their own:
+// another process's page, or the parent's before a fork, has the same boot
+// but other lines, so its stamps must get -ESTALE here, not a wrong time.
+inline constexpr std::uint32_t private_counter_epoch = 0x80000000u;
+
 // ---- Writer (the timekeeper; one thread).
 class history_writer {
  public:
@@ -43,6 +49,9 @@ class history_writer {
   void take_over(const std::uint8_t (&boot_id)[16]) noexcept;
   // The counter jumped: stamps read before now convert to an error.
   void next_counter_epoch() noexcept;
+  // This page is one process's own (see private_counter_epoch): begins an
+  // epoch marked with `salt`, a word of that process's.
+  void begin_private_epoch(std::uint32_t salt) noexcept;
   // Before hot takes a new line (hot's seq odd): readers of the history
   // wait until append().
   void open() noexcept;

@@ -153,6 +153,16 @@ constexpr bool can_restart_after_fork = true;
 constexpr bool can_restart_after_fork = true;
 #endif
 
+// A word of this process's own for its page's stamp epoch (history.h,
+// private_counter_epoch): its pid, and the time, so that a recycled pid
+// gets another word. Async-signal-safe (a fork handler calls it).
+std::uint32_t process_salt() noexcept {
+  const auto pid = static_cast<std::uint64_t>(static_cast<std::uint32_t>(getpid()));
+  const auto now = static_cast<std::uint64_t>(kernel::now_ns(CLOCK_MONOTONIC));
+  const std::uint64_t mixed = ((pid << 32) | (now & 0xffffffffu)) * 0x9e3779b97f4a7c15u;
+  return static_cast<std::uint32_t>(mixed >> 32) & ~detail::private_counter_epoch;
+}
+
 void before_fork() { pthread_mutex_lock(&timekeeper_lock); }
 void after_fork_in_parent() { pthread_mutex_unlock(&timekeeper_lock); }
 void after_fork_in_child() {
@@ -170,6 +180,9 @@ void after_fork_in_child() {
   if (state == running) {
     the_timekeeper().pause_after_fork();
   }
+  // The parent's stamps and the child's would share the page's epoch but
+  // not its lines from now on.
+  the_timekeeper().make_history_private(process_salt());
   if (can_restart_after_fork) {
     create_parked_thread();
   } else {
@@ -345,6 +358,7 @@ void recheck_time_namespace_in_child() {
   auto* tk = new (timekeeper_storage) timekeeper(host, *sources, config_from_environment());
   store_relaxed(host.counter_trusted, verdict.reason == fallback_reason::none ? 1u : 0u);
   tk->start();
+  tk->make_history_private(process_salt());
   if (verdict.reason != fallback_reason::none) {
     tk->disable(verdict.reason);
     run_state.store(stopped, std::memory_order_release);

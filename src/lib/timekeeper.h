@@ -83,6 +83,10 @@ class timekeeper {
   // turn it off (keeping the floor) until the new thread's first tick.
   void pause_after_fork() noexcept;
 
+  // The page is this process's alone: its stamps get an epoch of its own
+  // (history.h, private_counter_epoch), `salt` a word of the process's.
+  void make_history_private(std::uint32_t salt) noexcept { history_.begin_private_epoch(salt); }
+
   fallback_reason reason() const noexcept { return reason_; }
   const timekeeper_config& config() const noexcept { return config_; }
   double counter_hz() const noexcept;

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static inline int64_t ns_of(const struct timespec* t) {
+static inline int64_t timespec_ns(const struct timespec* t) {
   return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 
@@ -22,7 +22,7 @@ static inline int64_t program_ns(clockid_t c) {
     perror("clock_gettime");
     exit(2);
   }
-  return ns_of(&t);
+  return timespec_ns(&t);
 }
 
 static inline int64_t host_ns(clockid_t c) {
@@ -31,7 +31,7 @@ static inline int64_t host_ns(clockid_t c) {
     perror("SYS_clock_gettime");
     exit(2);
   }
-  return ns_of(&t);
+  return timespec_ns(&t);
 }
 
 #endif /* VCLOCK_TESTS_NS_PROBE_CLOCKS_H_ */

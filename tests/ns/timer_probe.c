@@ -73,8 +73,8 @@ static void report(int64_t host0, int64_t virtual0, clockid_t c, const struct it
   printf("host_ms %lld virtual_ms %lld left_ms %lld interval_ms %lld fired %d\n",
          (long long)((host_ns(CLOCK_MONOTONIC) - host0) / 1000000),
          (long long)((program_ns(c) - virtual0) / 1000000),
-         (long long)(ns_of(&left->it_value) / 1000000),
-         (long long)(ns_of(&left->it_interval) / 1000000), fired);
+         (long long)(timespec_ns(&left->it_value) / 1000000),
+         (long long)(timespec_ns(&left->it_interval) / 1000000), fired);
 }
 
 int main(int argc, char** argv) {

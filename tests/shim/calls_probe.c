@@ -26,12 +26,12 @@ __asm__(".symver clock_gettime_2_2_5, clock_gettime@GLIBC_2.2.5");
 
 static const int64_t ns_per_s = 1000000000;
 
-static int64_t ns_of(struct timespec ts) { return ts.tv_sec * ns_per_s + ts.tv_nsec; }
+static int64_t timespec_ns(struct timespec ts) { return ts.tv_sec * ns_per_s + ts.tv_nsec; }
 
 static int64_t raw_monotonic_ns(void) {
   struct timespec ts = {0, 0};
   syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-  return ns_of(ts);
+  return timespec_ns(ts);
 }
 
 // ftime() is deprecated, and that is why old programs are the ones that still call it.
@@ -69,10 +69,11 @@ static int check_every_clock(const char* func, gettime_fn gettime) {
     syscall(SYS_clock_gettime, clocks[i].id, &k1);
     gettime(clocks[i].id, &v);
     syscall(SYS_clock_gettime, clocks[i].id, &k2);
-    if (ns_of(v) < ns_of(k1) - clocks[i].slack_ns || ns_of(v) > ns_of(k2) + clocks[i].slack_ns) {
+    if (timespec_ns(v) < timespec_ns(k1) - clocks[i].slack_ns ||
+        timespec_ns(v) > timespec_ns(k2) + clocks[i].slack_ns) {
       fprintf(stderr,
               "FAIL: %s(CLOCK_%s) %" PRId64 " outside the kernel's [%" PRId64 ", %" PRId64 "]\n",
-              func, clocks[i].name, ns_of(v), ns_of(k1), ns_of(k2));
+              func, clocks[i].name, timespec_ns(v), timespec_ns(k1), timespec_ns(k2));
       return -1;
     }
   }
@@ -89,9 +90,9 @@ static int read_once(const char* func, int64_t* real, int64_t* mono) {
     const int checked = check_every_clock(func, clock_gettime);
     if (checked < 0) return -1;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    *mono = ns_of(ts);
+    *mono = timespec_ns(ts);
     clock_gettime(CLOCK_REALTIME, &ts);
-    *real = ns_of(ts);
+    *real = timespec_ns(ts);
     return 2 + checked;
   }
 #if !defined(CALLS_PROBE_STATIC) && !defined(CALLS_PROBE_NO_OLD_VERSION)
@@ -99,9 +100,9 @@ static int read_once(const char* func, int64_t* real, int64_t* mono) {
     const int checked = check_every_clock(func, clock_gettime_2_2_5);
     if (checked < 0) return -1;
     clock_gettime_2_2_5(CLOCK_MONOTONIC, &ts);
-    *mono = ns_of(ts);
+    *mono = timespec_ns(ts);
     clock_gettime_2_2_5(CLOCK_REALTIME, &ts);
-    *real = ns_of(ts);
+    *real = timespec_ns(ts);
     return 2 + checked;
   }
 #endif
@@ -117,7 +118,7 @@ static int read_once(const char* func, int64_t* real, int64_t* mono) {
   }
   if (strcmp(func, "timespec_get") == 0) {
     timespec_get(&ts, TIME_UTC);
-    *real = ns_of(ts);
+    *real = timespec_ns(ts);
     return 1;
   }
   if (strcmp(func, "ftime") == 0) {

@@ -43,7 +43,9 @@ static gettimeofday_fn* glibc_gettimeofday;
 
 static int cases, failures;
 
-static int64_t ns_of(struct timespec ts) { return ts.tv_sec * (int64_t)1000000000 + ts.tv_nsec; }
+static int64_t timespec_ns(struct timespec ts) {
+  return ts.tv_sec * (int64_t)1000000000 + ts.tv_nsec;
+}
 
 // One result, errno when it is -1.
 struct outcome {
@@ -84,12 +86,12 @@ static void compare_gettime(const char* name, clockid_t id, int null_tp) {
   syscall(SYS_clock_gettime, id, null_tp ? NULL : &k2);
   int ok = same(got, glibc);
   // Every clock here only moves forward while this thread watches.
-  const int in_bracket = ns_of(k1) <= ns_of(v) && ns_of(v) <= ns_of(k2);
+  const int in_bracket = timespec_ns(k1) <= timespec_ns(v) && timespec_ns(v) <= timespec_ns(k2);
   if (got.r == 0 && !null_tp) ok = ok && in_bracket;
   report(ok, null_tp ? "clock_gettime/NULL" : "clock_gettime", name, got, glibc, kernel);
   if (got.r == 0 && !null_tp && !in_bracket) {
-    printf("  kernel %" PRId64 " <= %" PRId64 " <= %" PRId64 " does not hold\n", ns_of(k1),
-           ns_of(v), ns_of(k2));
+    printf("  kernel %" PRId64 " <= %" PRId64 " <= %" PRId64 " does not hold\n", timespec_ns(k1),
+           timespec_ns(v), timespec_ns(k2));
   }
 }
 
@@ -102,10 +104,10 @@ static void compare_getres(const char* name, clockid_t id, int null_res) {
   const struct outcome got = {called_getres(id, null_res ? NULL : &v), errno};
   errno = 0;
   const struct outcome glibc = {glibc_getres(id, null_res ? NULL : &g), errno};
-  const int ok = same(got, glibc) && (got.r != 0 || ns_of(v) == ns_of(g));
+  const int ok = same(got, glibc) && (got.r != 0 || timespec_ns(v) == timespec_ns(g));
   report(ok, null_res ? "clock_getres/NULL" : "clock_getres", name, got, glibc, kernel);
-  if (got.r == 0 && ns_of(v) != ns_of(g)) {
-    printf("  resolution %" PRId64 " ns, glibc's %" PRId64 " ns\n", ns_of(v), ns_of(g));
+  if (got.r == 0 && timespec_ns(v) != timespec_ns(g)) {
+    printf("  resolution %" PRId64 " ns, glibc's %" PRId64 " ns\n", timespec_ns(v), timespec_ns(g));
   }
 }
 
@@ -246,13 +248,13 @@ int main(int argc, char** argv) {
   const struct outcome res0 = {timespec_getres(&ts, 0), 0};
   report(same(res0, zero), "timespec_getres", "base 0", res0, zero, zero);
   const struct outcome res_utc = {timespec_getres(&ts, TIME_UTC), 0};
-  report(same(res_utc, utc) && ns_of(ts) == ns_of(res), "timespec_getres", "TIME_UTC", res_utc, utc,
-         utc);
+  report(same(res_utc, utc) && timespec_ns(ts) == timespec_ns(res), "timespec_getres", "TIME_UTC",
+         res_utc, utc, utc);
 
   close(parked_pipe[1]);
   pthread_join(parked, NULL);
   clock_gettime(CLOCK_REALTIME, &ts);
   printf("pid %ld\ncases %d\nfailures %d\nrealtime clock_gettime %" PRId64 " 1\n", (long)getpid(),
-         cases, failures, ns_of(ts));
+         cases, failures, timespec_ns(ts));
   return failures == 0 ? 0 : 1;
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell helpers for the tests that run a vclockd as a real process (sourced).
 
 # stop_pid PID: stops that process by its pid (never by name): SIGCONT (it may be stopped),
@@ -44,13 +45,19 @@ stop_daemon_on_exit() {
 }
 
 # wait_attached VCLOCK PAGE: 0 once a process started now attaches to PAGE in counter mode
-# (processes attach when they start), 1 after 10 s.
+# (processes attach when they start); 1 after 10 s, or at once when start_daemon's vclockd has
+# exited (waiting for it would only hide why). The last status read is left in attach_status.
+attach_status=
 wait_attached() {
-  local vclock=$1 page=$2 status
+  local vclock=$1 page=$2
   for _ in $(seq 100); do
-    status=$(VCLOCK_PAGE=$page "$vclock" status --json 2>/dev/null)
-    if grep -q '"source": "shared"' <<<"$status" && grep -q '"mode": "counter"' <<<"$status"; then
+    attach_status=$(VCLOCK_PAGE=$page "$vclock" status --json 2>/dev/null)
+    if grep -q '"source": "shared"' <<<"$attach_status" &&
+       grep -q '"mode": "counter"' <<<"$attach_status"; then
       return 0
+    fi
+    if [[ -n $daemon_pid ]] && ! kill -0 "$daemon_pid" 2>/dev/null; then
+      return 1
     fi
     sleep 0.1
   done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The script tests' results (sourced): pass, fail and skip print one line each and count;
 # finish prints the counts and exits with the test's result. A check that could not run here
 # is a skip, and a skip is a result: the test exits 77 (ctest's SKIP_RETURN_CODE) when nothing

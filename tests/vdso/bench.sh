@@ -17,6 +17,8 @@ runs=${2:-7}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../support/daemon.sh
 source "${here}/../support/daemon.sh"
+# shellcheck source=build_go_probe.sh
+source "${here}/build_go_probe.sh"
 unset VCLOCK_NS VCLOCK_PAGE LD_PRELOAD
 work=$(mktemp -d "${TMPDIR:-/tmp}/vclock-handover-bench.XXXXXX")
 export TMPDIR=$work/tmp
@@ -70,12 +72,10 @@ else
 fi
 
 if command -v go >/dev/null; then
-  mkdir -p "$work/go"
-  cp "$here/go_probe.go" "$work/go/main.go"
-  printf 'module goprobe\n\ngo 1.19\n' >"$work/go/go.mod"
-  if (cd "$work/go" && GOCACHE=$work/go/cache GOPATH=$work/go/path GOFLAGS='' GOPROXY=off \
-    CGO_ENABLED=0 go build -o "$work/go_probe" .); then
+  if build_go_probe; then
     GOMAXPROCS=2 side_by_side "Go, 4 busy goroutines, GOMAXPROCS=2" busy_ns "$work/go_probe" busy
+  else
+    echo "go: the probe did not build: $(head -c 300 "$work/go.err")"
   fi
 else
   echo "go: not here"

@@ -17,6 +17,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "${here}/../support/results.sh"
 # shellcheck source=../support/daemon.sh
 source "${here}/../support/daemon.sh"
+# shellcheck source=build_go_probe.sh
+source "${here}/build_go_probe.sh"
 unset VCLOCK_NS VCLOCK_PAGE LD_PRELOAD
 
 if [[ ! -e $(dirname "$vclock")/vclock-vdso.so ]]; then
@@ -147,11 +149,7 @@ fi
 
 # Go: its runtime calls the vDSO itself.
 if command -v go >/dev/null; then
-  mkdir -p "$work/go"
-  cp "$here/go_probe.go" "$work/go/main.go"
-  printf 'module goprobe\n\ngo 1.19\n' >"$work/go/go.mod"
-  if (cd "$work/go" && GOCACHE=$work/go/cache GOPATH=$work/go/path GOFLAGS='' GOPROXY=off \
-    CGO_ENABLED=0 go build -o "$work/go_probe" . 2>"$work/go.err"); then
+  if build_go_probe; then
     before=$(date +%s%N)
     out=$("$vclock" run --realtime +1d -- "$work/go_probe")
     after=$(date +%s%N)

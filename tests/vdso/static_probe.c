@@ -9,18 +9,18 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long ns_of(clockid_t clock) {
+static long long clock_ns(clockid_t clock) {
   struct timespec ts;
   if (clock_gettime(clock, &ts) != 0) return -1;
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 int main(int argc, char** argv) {
-  const long long realtime = ns_of(CLOCK_REALTIME);
-  const long long monotonic = ns_of(CLOCK_MONOTONIC);
+  const long long realtime = clock_ns(CLOCK_REALTIME);
+  const long long monotonic = clock_ns(CLOCK_MONOTONIC);
   const struct timespec pause = {0, 20000000};
   nanosleep(&pause, NULL);
-  const long long later = ns_of(CLOCK_REALTIME);
+  const long long later = clock_ns(CLOCK_REALTIME);
   if (argc > 1) sleep((unsigned)atoi(argv[1]));
   printf("realtime %lld monotonic %lld secure %lu ehdr %lx later %lld\n", realtime, monotonic,
          getauxval(AT_SECURE), getauxval(AT_SYSINFO_EHDR), later);

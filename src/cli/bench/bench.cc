@@ -1,5 +1,5 @@
 // `vclock bench`: every way this process can ask for the time, measured side
-// by side in one pinned process, so that a claim like "0.78x the vDSO" can
+// by side in one pinned process, so that a claim of a ratio to the vDSO can
 // be checked on any machine with one command.
 //
 // Method, after the seeds' "fastest of 20 trials of 100M iterations":
