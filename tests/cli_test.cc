@@ -432,7 +432,7 @@ TEST(Cli, HelpExitsZero) {
            {"--help"}, {"help"}, {"help", "warp"}, {"bench", "--help"}, {"status", "-h"}}) {
     const cli_result r = run_cli(args);
     EXPECT_EQ(r.status, 0) << args[0];
-    EXPECT_NE(r.out.find("usage: vclock"), std::string::npos) << args[0];
+    EXPECT_NE(r.out.find("Usage: vclock"), std::string::npos) << args[0];
     EXPECT_TRUE(r.err.empty()) << r.err;
   }
 }
@@ -582,7 +582,7 @@ TEST(CliRun, ExitStatusIsTheCommandsOrAShellsForAMissingOne) {
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
   r = run_cli({"run", "--help"});
   EXPECT_EQ(r.status, 0);
-  EXPECT_NE(r.out.find("usage: vclock run"), std::string::npos);
+  EXPECT_NE(r.out.find("Usage: vclock run"), std::string::npos);
 }
 
 // A command under `vclock run` (no vclockd here: a private one) maps that daemon's page

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The documentation check (ctest docs.check): every relative link in README.md,
 # CONTRIBUTING.md and docs/*.md resolves inside the repository (a file, and the heading an
-# anchor names), and every shell command in README.md's code blocks runs, as written, against
+# anchor names; so does a `../NAME.md` in a code span), and every shell command in README.md's code blocks runs, as written, against
 # a built tree.
 #
 #   tools/check-docs.sh [BUILD_DIR]     BUILD_DIR: where vclock, vclockd, libvclock.so and
@@ -85,6 +85,12 @@ def parse(path):
             anchors.add(base if n == 0 else f"{base}-{n}")
         for target in link.findall(code_span.sub("", line)):
             links.append((i + 1, target[1]))
+        # A document named in a code span by a path that climbs out of its folder
+        # (`../shared/API.md`): checked as a link is, so that none sends a reader outside
+        # the repository or to a file it lacks.
+        for span in code_span.findall(line):
+            if re.match(r"^`\.\./[\w./-]+\.md`$", span):
+                links.append((i + 1, span.strip("`")))
         if line.strip():
             last_text = line
         i += 1

@@ -39,7 +39,7 @@ constexpr command commands[] = {
 
 void print_usage() {
   std::string text =
-      "usage: vclock <command> [options]\n\n"
+      "Usage: vclock <command> [options]\n\n"
       "clock_gettime() from the CPU counter, in user space: inspect and measure it.\n\n"
       "commands:\n";
   for (const command& c : commands) {

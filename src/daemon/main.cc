@@ -379,7 +379,7 @@ int main(int argc, char** argv) {
   }
   if (parser.help_requested()) {
     std::printf(
-        "usage: vclockd [options]\n\n"
+        "Usage: vclockd [options]\n\n"
         "One timekeeper for the machine: publishes vclock's page for every process.\n"
         "Runs in the foreground; exits 0 on SIGTERM or SIGINT.\n\noptions:\n%s",
         parser.options_help().c_str());

@@ -7,7 +7,7 @@
 #  - every option its --help names is known to the parser: given with an empty value and an
 #    unknown sentinel after it, the command refuses the sentinel or the value (exit 2), never
 #    the option itself, and never runs.
-# And --version on both: exit 0, one line, the project version and the page ABI; and
+# Each --help opens with "Usage: PROGRAM". And --version on both: exit 0, one line, the project version and the page ABI; and
 # `vclock status` on a page that does not exist.
 # Usage: run.sh BIN_DIR SOURCE_DIR
 set -u
@@ -87,10 +87,20 @@ check_help() {
   done
 }
 
+# Every --help opens with its synopsis, "Usage: PROGRAM ...", as GNU's do: help2man makes the
+# man pages' SYNOPSIS from that line, and finds none in any other spelling.
+opens_with_usage() {
+  head -n 1 <<<"$2" | grep -q "^Usage: $1\( \|$\)" ||
+    fail "$1 --help opens with '$(head -n 1 <<<"$2")', not 'Usage: $1'"
+}
+opens_with_usage vclock "$("$vclock" --help)"
+opens_with_usage vclockd "$("$vclockd" --help)"
+
 for c in $commands; do
   help=$("$vclock" "$c" --help) || fail "vclock $c --help: exit $?"
   via_help=$("$vclock" help "$c") || fail "vclock help $c: exit $?"
   [ "$help" = "$via_help" ] || fail "vclock help $c differs from vclock $c --help"
+  opens_with_usage "vclock $c" "$help"
   if [ "$c" = ns ]; then
     # Options belong to subcommands: known if any of them knows it.
     for o in $(helped_options <<<"$help"); do

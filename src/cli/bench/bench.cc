@@ -235,7 +235,7 @@ std::vector<thread_row> measure_threads(const std::vector<hot_row>& hot, int max
 
 int print_help(const tool::option_parser& parser) {
   std::printf(
-      "usage: vclock bench [--quick] [--json] [--cold] [--threads N]\n"
+      "Usage: vclock bench [--quick] [--json] [--cold] [--threads N]\n"
       "       vclock bench --gettime-perf [--quick] [--json]\n\n"
       "Measures, side by side in one process pinned to one CPU: vclock (ordered and\n"
       "relaxed, timespec and _ns forms) and the kernel's vDSO for every fast-path clock,\n"

@@ -149,7 +149,7 @@ int run_track(std::span<char* const> args) {
   }
   if (parser.help_requested()) {
     std::printf(
-        "usage: vclock track [--seconds S] [--interval S] [--csv FILE] [--check]\n"
+        "Usage: vclock track [--seconds S] [--interval S] [--csv FILE] [--check]\n"
         "       vclock track --steps [--inject-steps US] [--seconds S] [--json] [--check]\n\n%s",
         parser.options_help().c_str());
     return tool::exit_ok;

@@ -406,7 +406,7 @@ void print_json(const warp_report& w) {
 
 int print_help(const tool::option_parser& parser) {
   std::printf(
-      "usage: vclock warp [--threads N] [--seconds S] [--clock C] [--json]\n\n"
+      "Usage: vclock warp [--threads N] [--seconds S] [--clock C] [--json]\n\n"
       "Ingo Molnar's time-warp test: N threads, each pinned to its own CPU, read the clock\n"
       "and compare with readings other threads took before; a smaller reading is a warp.\n"
       "Two methods: a fair ticket lock (the classic test) and lock-free publication\n"

@@ -27,7 +27,7 @@ constexpr int exit_failed = 1;
 
 void print_help() {
   std::printf(
-      "usage: vclock ns create NAME [TIME OPTIONS]\n"
+      "Usage: vclock ns create NAME [TIME OPTIONS]\n"
       "       vclock ns set NAME [TIME OPTIONS] [--thaw] [--allow-backward]\n"
       "       vclock ns show [NAME] [--json]\n"
       "       vclock ns list [--json]\n"

@@ -92,7 +92,7 @@ namespace {
 
 void print_help() {
   std::printf(
-      "usage: vclock run [--shim PATH] [TIME OPTIONS] [--] CMD [ARGS...]\n\n"
+      "Usage: vclock run [--shim PATH] [TIME OPTIONS] [--] CMD [ARGS...]\n\n"
       "Runs CMD with libvclock_preload.so preloaded (added before any LD_PRELOAD): its\n"
       "clock_gettime, clock_getres, gettimeofday, time, timespec_get, timespec_getres and\n"
       "ftime are vclock's (and, with time options, its sleeps, waits and timers).\n"

@@ -41,7 +41,7 @@ constexpr clock_name clock_names[] = {
 
 void print_help(const tool::option_parser& parser) {
   std::printf(
-      "usage: vclock stamps export FILE\n"
+      "Usage: vclock stamps export FILE\n"
       "       vclock stamps convert FILE [--clock NAME]\n\n"
       "Stamps (vclock_stamp(): the counter now, the time later) converted after the\n"
       "process that took them is gone, here or on another machine.\n"

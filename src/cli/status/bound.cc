@@ -67,7 +67,7 @@ int run_bound(std::span<char* const> args) {
   if (!parser.parse(args)) return tool::usage_error("bound", parser.error());
   if (parser.help_requested()) {
     std::printf(
-        "usage: vclock bound [--json]\n\n"
+        "Usage: vclock bound [--json]\n\n"
         "REALTIME's error interval now: the true time lies in [earliest, latest] whenever\n"
         "the synchronisation source's own claims hold (vclock's deviation from the kernel\n"
         "included). The midpoint is not the true time.\n\n%s",

@@ -137,7 +137,7 @@ int run_status(std::span<char* const> args) {
   }
   if (parser.help_requested()) {
     std::printf(
-        "usage: vclock status [--json] [--pid P]\n\n"
+        "Usage: vclock status [--json] [--pid P]\n\n"
         "Reads vclockd's page (or, when no daemon serves, starts the timekeeper in\n"
         "this process and waits up to %d ms for calibration) and prints its state:\n"
         "source, page, mode, counter frequency, ordering instruction, age of the last\n"
