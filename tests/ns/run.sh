@@ -357,7 +357,7 @@ sleep_case() { # RATE RATE_X1000 SECONDS ROUNDS LABEL -- RUNNER... (the chain fo
 # least overhead of three rounds at rate 4 may exceed the least here by sleep_extra_ms (the
 # namespace's start-up and a second load of its page: a few ms; the rest is room for load),
 # no more. A sleep at an effective rate of 3.5 (71 ms more) fails, as does one 1/7 late at
-# every rate; the old window, 450-1400 ms, passed 1.5.
+# every rate; the fixed window before, 500-750 ms, passed 2.7 (the first, 450-1400, 1.5).
 sleep_extra_ms=50
 sleep_case 1 1000 0.5 3 "no namespace" -- env LD_PRELOAD="$shim"
 late_host=$sleep_late_ns
