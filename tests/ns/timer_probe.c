@@ -17,7 +17,11 @@
  *                                         "arms N" to the line.
  * CLOCK: realtime, monotonic, boottime. One line of "name value" pairs:
  * host_ms, virtual_ms, left_ms (what *_gettime said right after arming),
- * interval_ms, fired; before it, "armed" once the timer is armed (the churn
+ * interval_ms, fired, then the kernel's own view of the host timer the shim
+ * armed (the raw *_gettime system call, which the shim does not see):
+ * host_left_ns and host_interval_ns, and arm_ns, the host time from just
+ * before arming to just after that call (the timer's deadline was computed
+ * somewhere in it); before it, "armed" once the timer is armed (the churn
  * begins). Exit 2 on a failed call. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -68,13 +72,39 @@ static void armed(void) {
   fflush(stdout);
 }
 
+/* The host timer as the kernel holds it: what the rate and the offsets
+ * made of the program's arming, free of any wake-up's lateness. */
+struct kernel_view {
+  struct itimerspec left;
+  int64_t arm_ns; /* host ns from before the arming to after the reading */
+};
+
+static struct kernel_view timerfd_kernel_view(int fd, int64_t host0) {
+  struct kernel_view k;
+  check(syscall(SYS_timerfd_gettime, fd, &k.left) == 0, "SYS_timerfd_gettime");
+  k.arm_ns = host_ns(CLOCK_MONOTONIC) - host0;
+  return k;
+}
+
+/* glibc (2.34 and later) hands out a SIGEV_SIGNAL timer's kernel id as its
+ * timer_t; SIGEV_THREAD timers (the top bit set) are not used here. */
+static struct kernel_view posix_kernel_view(timer_t id, int64_t host0) {
+  struct kernel_view k;
+  check(syscall(SYS_timer_gettime, (int)(intptr_t)id, &k.left) == 0, "SYS_timer_gettime");
+  k.arm_ns = host_ns(CLOCK_MONOTONIC) - host0;
+  return k;
+}
+
 static void report(int64_t host0, int64_t virtual0, clockid_t c, const struct itimerspec* left,
-                   int fired) {
-  printf("host_ms %lld virtual_ms %lld left_ms %lld interval_ms %lld fired %d\n",
-         (long long)((host_ns(CLOCK_MONOTONIC) - host0) / 1000000),
-         (long long)((program_ns(c) - virtual0) / 1000000),
-         (long long)(timespec_ns(&left->it_value) / 1000000),
-         (long long)(timespec_ns(&left->it_interval) / 1000000), fired);
+                   int fired, const struct kernel_view* k) {
+  printf(
+      "host_ms %lld virtual_ms %lld left_ms %lld interval_ms %lld fired %d host_left_ns %lld "
+      "host_interval_ns %lld arm_ns %lld\n",
+      (long long)((host_ns(CLOCK_MONOTONIC) - host0) / 1000000),
+      (long long)((program_ns(c) - virtual0) / 1000000),
+      (long long)(timespec_ns(&left->it_value) / 1000000),
+      (long long)(timespec_ns(&left->it_interval) / 1000000), fired, (long long)timespec_ns(&k->left.it_value),
+      (long long)timespec_ns(&k->left.it_interval), (long long)k->arm_ns);
 }
 
 int main(int argc, char** argv) {
@@ -90,11 +120,12 @@ int main(int argc, char** argv) {
       const struct itimerspec want = arming(c, absolute, ms, 0);
       check(timerfd_settime(fd, absolute ? TFD_TIMER_ABSTIME : 0, &want, NULL) == 0,
             "timerfd_settime");
-      armed();
       check(timerfd_gettime(fd, &left) == 0, "timerfd_gettime");
+      const struct kernel_view k = timerfd_kernel_view(fd, host0);
+      armed();
       uint64_t expirations = 0;
       check(read(fd, &expirations, sizeof(expirations)) == sizeof(expirations), "read");
-      report(host0, virtual0, c, &left, (int)expirations);
+      report(host0, virtual0, c, &left, (int)expirations, &k);
       return 0;
     }
     sigset_t signals;
@@ -110,11 +141,12 @@ int main(int argc, char** argv) {
     const int64_t host0 = host_ns(CLOCK_MONOTONIC), virtual0 = program_ns(c);
     const struct itimerspec want = arming(c, absolute, ms, 0);
     check(timer_settime(id, absolute ? TIMER_ABSTIME : 0, &want, NULL) == 0, "timer_settime");
-    armed();
     check(timer_gettime(id, &left) == 0, "timer_gettime");
+    const struct kernel_view k = posix_kernel_view(id, host0);
+    armed();
     siginfo_t info;
     check(sigwaitinfo(&signals, &info) == SIGRTMIN, "sigwaitinfo");
-    report(host0, virtual0, c, &left, 1);
+    report(host0, virtual0, c, &left, 1, &k);
     check(timer_delete(id) == 0, "timer_delete");
     return 0;
   }
@@ -126,16 +158,17 @@ int main(int argc, char** argv) {
     const int64_t host0 = host_ns(CLOCK_MONOTONIC), virtual0 = program_ns(CLOCK_MONOTONIC);
     const struct itimerspec want = arming(CLOCK_MONOTONIC, 0, ms, ms);
     check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
-    armed();
     struct itimerspec left;
     check(timerfd_gettime(fd, &left) == 0, "timerfd_gettime");
+    const struct kernel_view k = timerfd_kernel_view(fd, host0);
+    armed();
     uint64_t total = 0;
     while (total < count) {
       uint64_t expirations = 0;
       check(read(fd, &expirations, sizeof(expirations)) == sizeof(expirations), "read");
       total += expirations;
     }
-    report(host0, virtual0, CLOCK_MONOTONIC, &left, (int)total);
+    report(host0, virtual0, CLOCK_MONOTONIC, &left, (int)total, &k);
     return 0;
   }
   if (argc == 4 && strcmp(argv[1], "frozen") == 0) {
@@ -146,11 +179,12 @@ int main(int argc, char** argv) {
     check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
     struct itimerspec left;
     check(timerfd_gettime(fd, &left) == 0, "timerfd_gettime");
+    const struct kernel_view k = timerfd_kernel_view(fd, host0);
     const struct timespec wait = timespec_of(atoll(argv[3]) * 1000000);
     syscall(SYS_nanosleep, &wait, NULL);
     uint64_t expirations = 0;
     const int fired = read(fd, &expirations, sizeof(expirations)) == sizeof(expirations);
-    report(host0, virtual0, CLOCK_MONOTONIC, &left, fired);
+    report(host0, virtual0, CLOCK_MONOTONIC, &left, fired, &k);
     return 0;
   }
   if (argc == 4 && strcmp(argv[1], "churn") == 0) {
@@ -170,10 +204,11 @@ int main(int argc, char** argv) {
     check(timerfd_settime(fd, 0, &want, NULL) == 0, "timerfd_settime");
     struct itimerspec left;
     check(timerfd_gettime(fd, &left) == 0, "timerfd_gettime");
+    const struct kernel_view k = timerfd_kernel_view(fd, host0);
     uint64_t expirations = 0;
     check(read(fd, &expirations, sizeof(expirations)) == sizeof(expirations), "read");
     printf("arms %ld ", arms);
-    report(host0, virtual0, CLOCK_MONOTONIC, &left, (int)expirations);
+    report(host0, virtual0, CLOCK_MONOTONIC, &left, (int)expirations, &k);
     return 0;
   }
   fprintf(stderr,
