@@ -103,8 +103,9 @@ static void report(int64_t host0, int64_t virtual0, clockid_t c, const struct it
       (long long)((host_ns(CLOCK_MONOTONIC) - host0) / 1000000),
       (long long)((program_ns(c) - virtual0) / 1000000),
       (long long)(timespec_ns(&left->it_value) / 1000000),
-      (long long)(timespec_ns(&left->it_interval) / 1000000), fired, (long long)timespec_ns(&k->left.it_value),
-      (long long)timespec_ns(&k->left.it_interval), (long long)k->arm_ns);
+      (long long)(timespec_ns(&left->it_interval) / 1000000), fired,
+      (long long)timespec_ns(&k->left.it_value), (long long)timespec_ns(&k->left.it_interval),
+      (long long)k->arm_ns);
 }
 
 int main(int argc, char** argv) {
