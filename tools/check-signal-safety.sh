@@ -49,14 +49,23 @@
 # Anything else is reported. Function pointers kept in data (vtables) are not followed: the
 # only way to call them is an indirect call, which fails unless it is one of the above.
 #
+# arm64 (an AArch64 .so, such as the arm64 preset's cross build): the same walk, read with
+# aarch64-linux-gnu-objdump and -nm (the host's on an arm64 machine). Calls and branches are
+# bl, b, b.cond, cbz/cbnz/tbz/tbnz, blr and br; an address is formed in two instructions
+# (adrp and an add or a load), which a data flow over each function follows; a load from
+# such an address takes every relocated function pointer it reads (ldp q0, q1 copies a
+# table of four); csel joins like cmov; a switch's jump table is GCC's ldrb/ldrh of
+# instruction counts from an adr label. A call through a TLS descriptor (a thread_local of
+# the global-dynamic model, which may allocate) is an unknown indirect call: it fails.
+#
 # Output: each external function reachable from a root, with one shortest chain from a
 # root (demangled), "ok" with the reason it is allowed, or "FAIL"; each accepted indirect
 # branch; each unexplained one as "FAIL".
 # Usage: tools/check-signal-safety.sh [path/to/libvclock.so, libvclock_preload.so, any .so]
 #   default build/release/libvclock.so, the release preset's -O3 build; the library must
 #   keep its symbol table (not stripped), which tells its local functions apart.
-# Exit status: 0 pass, 1 a check failed (or the library is missing), 77 skipped (not
-# x86-64, or no objdump, nm, c++filt or python3).
+# Exit status: 0 pass, 1 a check failed (or the library is missing), 77 skipped (an x86-64
+# library on another machine, or no objdump, nm, c++filt or python3 for its architecture).
 set -euo pipefail
 
 lib=${1:-}
@@ -68,32 +77,46 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 lib=${lib:-build/release/libvclock.so}
 shown=${shown:-${lib}}
 
-if [[ $(uname -m) != x86_64 ]]; then
-  echo "check-signal-safety: skipped: the checks are for x86-64, this is $(uname -m)"
-  exit 77
-fi
-for tool in objdump nm c++filt python3; do
-  if ! command -v "${tool}" >/dev/null; then
-    echo "check-signal-safety: skipped: no ${tool}"
-    exit 77
-  fi
-done
 if [[ ! -f ${lib} ]]; then
   echo "check-signal-safety: FAIL: ${shown} not found; build it first" \
     "(cmake --preset release && cmake --build --preset release)"
   exit 1
 fi
-if [[ $(objdump -f "${lib}") != *'file format elf64-x86-64'* ]]; then
-  echo "check-signal-safety: FAIL: ${shown} is not an x86-64 ELF file"
-  exit 1
+# The architecture from the ELF header's e_machine (62 x86-64, 183 AArch64), and the
+# binutils that read it: the host's for the host's architecture, aarch64-linux-gnu-'s for an
+# arm64 library on another machine (the arm64 preset's cross build).
+machine=$(od -An -tu2 -j18 -N2 "${lib}" | tr -d ' ')
+case ${machine} in
+  62) arch=x86_64 ;;
+  183) arch=arm64 ;;
+  *)
+    echo "check-signal-safety: FAIL: ${shown} is neither an x86-64 nor an arm64 ELF file"
+    exit 1
+    ;;
+esac
+host=$(uname -m)
+if [[ ${arch} == x86_64 && ${host} == x86_64 ]] \
+  || [[ ${arch} == arm64 && ${host} == aarch64 ]]; then
+  objdump=objdump nm=nm
+elif [[ ${arch} == arm64 ]]; then
+  objdump=aarch64-linux-gnu-objdump nm=aarch64-linux-gnu-nm
+else
+  echo "check-signal-safety: skipped: an x86-64 library, and this is ${host}"
+  exit 77
 fi
-if [[ -z $(nm "${lib}" 2>/dev/null | head -1) ]]; then
+for tool in "${objdump}" "${nm}" c++filt python3; do
+  if ! command -v "${tool}" >/dev/null; then
+    echo "check-signal-safety: skipped: no ${tool}"
+    exit 77
+  fi
+done
+if [[ -z $("${nm}" "${lib}" 2>/dev/null | head -1) ]]; then
   echo "check-signal-safety: FAIL: ${shown} has no symbol table (stripped?): the local" \
     "functions could not be told apart"
   exit 1
 fi
 
-exec python3 - "${lib}" "${shown}" <<'PYTHON'
+exec python3 - "${lib}" "${shown}" "${arch}" "${objdump}" "${nm}" <<'PYTHON'
 import bisect
 import re
 import subprocess
@@ -101,6 +124,7 @@ import sys
 from collections import deque
 
 LIB, SHOWN = sys.argv[1], sys.argv[2]  # the file, and the name to print
+ARCH, OBJDUMP, NM = sys.argv[3], sys.argv[4], sys.argv[5]  # x86_64 or arm64, and its binutils
 
 # External functions that may be reached, with the reason each is async-signal-safe.
 # signal-safety(7) (POSIX.1-2008 TC2 and POSIX.1-2016) lists most of them; the others
@@ -160,6 +184,11 @@ ALLOWED = {
     "ldexp": "libm: pure arithmetic (AS-Safe in the glibc manual; errno is per-thread)",
     "llround": "libm: pure arithmetic (AS-Safe in the glibc manual; errno is per-thread)",
     "nearbyint": "libm: pure arithmetic (AS-Safe in the glibc manual)",
+    # libgcc's 128-bit shifts (arm64 has no 128-bit shift instruction; x86-64 inlines
+    # them): a few register operations, no memory, no state.
+    "__ashlti3": "libgcc: a 128-bit shift, pure arithmetic",
+    "__ashrti3": "libgcc: a 128-bit shift, pure arithmetic",
+    "__lshrti3": "libgcc: a 128-bit shift, pure arithmetic",
 }
 
 # Functions whose indirect calls are calls into the kernel's vDSO (kernel_clock.cc):
@@ -208,7 +237,7 @@ def fail(msg):
 
 # --- Sections: their addresses, file offsets and kinds ---------------------------------
 sections = []  # (vma, size, file offset, name, flags)
-for line in run("objdump", "-hw", LIB).splitlines():
+for line in run(OBJDUMP, "-hw", LIB).splitlines():
     f = line.split()
     if len(f) >= 7 and f[0].isdigit():
         sections.append((int(f[3], 16), int(f[2], 16), int(f[5], 16), f[1], line))
@@ -235,30 +264,34 @@ with open(LIB, "rb") as fh:
     image = fh.read()
 
 
-def read_s32(addr):
+def read_int(addr, size, signed):
     s = section_of(addr)
-    if s is None or section_of(addr + 3) != s:
+    if s is None or section_of(addr + size - 1) != s:
         return None
     pos = s[2] + addr - s[1]
-    return int.from_bytes(image[pos:pos + 4], "little", signed=True)
+    return int.from_bytes(image[pos:pos + size], "little", signed=signed)
+
+
+def read_s32(addr):
+    return read_int(addr, 4, True)
 
 
 # --- Symbols ----------------------------------------------------------------------------
 defined = {}  # exported name -> (address, nm type)
-for line in run("nm", "-D", "--defined-only", LIB).splitlines():
+for line in run(NM, "-D", "--defined-only", LIB).splitlines():
     f = line.split()
     if len(f) == 3:
         defined[f[2].split("@")[0]] = (int(f[0], 16), f[1])
 
 ext_function = set()  # undefined dynamic symbols that are functions (or untyped)
-for line in run("objdump", "-T", LIB).splitlines():
+for line in run(OBJDUMP, "-T", LIB).splitlines():
     m = re.match(r"^[0-9a-f]+\s+(.{7})\s+\*UND\*\s+[0-9a-f]+\s+(?:\(\S+\)\s+)?(\S+)$", line)
     if m and "O" not in m.group(1)[5:]:
         ext_function.add(m.group(2))
 
 vdso_table = None  # (start, end)
 shim_tables = []  # (start, end, name, why): pointers an indirect branch may go through
-for line in run("nm", "-S", "-C", LIB).splitlines():
+for line in run(NM, "-S", "-C", LIB).splitlines():
     m = re.match(r"^([0-9a-f]+) ([0-9a-f]+) \w (.*)$", line)
     if not m:
         continue
@@ -283,13 +316,18 @@ def shim_table_at(addr):
 # Slots the loader fills with an address (the GOT, and pointers in data): slot address ->
 # ("sym", name) for a symbol's address, ("addr", a) for an address in the library.
 got = {}
-for line in run("objdump", "-R", LIB).splitlines():
+tlsdesc = set()  # arm64: the GOT's TLS descriptors (a call through one is global-dynamic TLS)
+for line in run(OBJDUMP, "-R", LIB).splitlines():
     f = line.split()
     if len(f) == 3 and re.fullmatch(r"[0-9a-f]+", f[0]):
         slot, rtype, value = int(f[0], 16), f[1], f[2]
-        if rtype in ("R_X86_64_RELATIVE", "R_X86_64_IRELATIVE"):
+        if rtype in ("R_X86_64_RELATIVE", "R_X86_64_IRELATIVE", "R_AARCH64_RELATIVE",
+                     "R_AARCH64_IRELATIVE"):
             got[slot] = ("addr", int(value.split("+")[1], 16))
-        elif rtype in ("R_X86_64_GLOB_DAT", "R_X86_64_JUMP_SLOT", "R_X86_64_64"):
+        elif rtype == "R_AARCH64_TLSDESC":
+            tlsdesc.add(slot)
+        elif rtype in ("R_X86_64_GLOB_DAT", "R_X86_64_JUMP_SLOT", "R_X86_64_64",
+                       "R_AARCH64_GLOB_DAT", "R_AARCH64_JUMP_SLOT", "R_AARCH64_ABS64"):
             name = value.split("@")[0]
             if "+" not in value:
                 got[slot] = ("sym", name)
@@ -297,9 +335,115 @@ for line in run("objdump", "-R", LIB).splitlines():
 # --- The disassembly: functions and their instructions ---------------------------------
 PREFIXES = {"notrack", "bnd", "lock", "rep", "repz", "repe", "repnz", "repne",
             "cs", "ds", "es", "ss", "fs", "gs", "data16", "addr32"}
+
+# --- arm64: its instructions in the form the walk reads -----------------------------------
+# The walk below was written for x86-64's AT&T disassembly. An arm64 instruction is put in
+# that form where the walk looks at it: bl -> call, b -> jmp, b.cond, cbz, cbnz, tbz and tbnz
+# -> "j..." (the target alone), blr/br Xn -> call/jmp *%xn, ret -> ret, brk/udf -> ud2,
+# mov Xd, Xn -> mov %xn,%xd. An address formed in two steps (adrp Xd, page; add Xd, Xd,
+# #lo12, or a load from [Xd, #lo12]) is found by a data flow over the function
+# (arm64_addresses, below) and becomes "lea ADDR(%rip),%xd" (an address taken) or "mov
+# ADDR(%rip),%xd" (a load from ADDR), as objdump writes x86-64's rip-relative operands.
+# Every other instruction keeps its arm64 text; written_arm64 says which registers it writes.
+A64_REG = re.compile(r"^[xw](\d+)$")
+
+
+def a64_reg(op):
+    """The 64-bit register family of an arm64 operand (x0..x30; w5 -> x5), or None."""
+    m = A64_REG.match(op.strip())
+    return "x" + m.group(1) if m else None
+
+
+def a64_operands(ops):
+    out, depth, cur = [], 0, ""
+    for ch in ops:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch in "[{"
+        depth -= ch in "]}"
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def arm64_insn(addr, text):
+    text = re.sub(r"\s*//.*$", "", text).strip()
+    words = text.split(None, 1)
+    mn, ops = words[0], words[1].strip() if len(words) > 1 else ""
+    operands = a64_operands(ops)
+    if mn == "bl":
+        return (addr, "call", ops, None)
+    if mn == "b":
+        return (addr, "jmp", ops, None)
+    if re.fullmatch(r"bc?\.\w+", mn):
+        return (addr, "j" + mn.split(".")[1], ops, None)
+    if mn in ("cbz", "cbnz", "tbz", "tbnz"):
+        return (addr, "j" + mn, operands[-1], None)
+    if re.fullmatch(r"blr(aa|ab|aaz|abz)?", mn):
+        return (addr, "call", "*%" + operands[0], None)
+    if re.fullmatch(r"br(aa|ab|aaz|abz)?", mn):
+        return (addr, "jmp", "*%" + operands[0], None)
+    if re.fullmatch(r"ret(aa|ab)?|eret\w*", mn):
+        return (addr, "ret", "", None)
+    if mn in ("brk", "udf"):
+        return (addr, "ud2", "", None)
+    if (mn == "mov" and len(operands) == 2 and operands[0].startswith("x")
+            and operands[1].startswith("x") and a64_reg(operands[0]) and a64_reg(operands[1])):
+        return (addr, "mov", f"%{operands[1]},%{operands[0]}", None)
+    return (addr, mn, ops, None)
+
+
+A64_CALL_CLOBBERS = {f"x{n}" for n in range(19)} | {"x30"}  # AAPCS64: x19-x29 are kept
+A64_NO_WRITE = re.compile(r"^(cmp|cmn|tst|ccmp|ccmn|fcmp\w*|fccmp\w*|prfm|prfum|dmb|dsb|isb|"
+                          r"nop|hint|bti|msr|sev\w*|wf[ei]|yield|paci\w*|auti\w*|xpac\w*)$")
+A64_ATOMIC = re.compile(r"^(ld(add|clr|eor|set|smax|smin|umax|umin)\w*|swp\w*|cas\w*)$")
+
+
+def written_arm64(mn, ops):
+    """The register families an arm64 instruction (or its rewritten form) may write."""
+    if mn == "call":
+        return A64_CALL_CLOBBERS
+    if mn in ("jmp", "ret", "ud2") or mn.startswith("j"):
+        return set()
+    if "%" in ops:  # rewritten: mov/lea SRC,%xD
+        return {a64_reg(ops.rsplit("%", 1)[1])} - {None}
+    operands = a64_operands(ops)
+    out = set()
+    mem = [o for o in operands if o.startswith("[")]
+    if mem and ("]!" in ops or re.search(r"\], #", ops)):  # pre- or post-index: the base
+        out.add(a64_reg(mem[0].strip("[]!").split(",")[0]))
+    if A64_NO_WRITE.match(mn) or not operands:
+        pass
+    elif re.match(r"^st(l?xr|l?xp|lxr\w*|xr\w*)", mn):  # the status register
+        out.add(a64_reg(operands[0]))
+    elif mn.startswith("st"):
+        pass
+    elif A64_ATOMIC.match(mn):
+        out |= {a64_reg(o) for o in operands if not o.startswith("[")}
+    elif re.match(r"^ld\w*p\w*$", mn) and not mn.startswith("ldap"):  # ldp, ldnp, ldxp
+        out |= {a64_reg(operands[0]), a64_reg(operands[1]) if len(operands) > 1 else None}
+    else:
+        out.add(a64_reg(operands[0]))
+    return out - {None}
+
+
+def a64_imm(op):
+    m = re.fullmatch(r"#(-?(?:0x[0-9a-f]+|\d+))", op.strip())
+    return int(m.group(1), 0) if m else None
+
+
+def a64_target(op):
+    m = re.match(r"^([0-9a-f]+)(\s|$)", op.strip())
+    return int(m.group(1), 16) if m else None
+
+
 funcs = []  # dicts: name, start, section, insns [(addr, mnemonic, operands, comment addr)]
 section = None
-for line in run("objdump", "-dw", "--no-show-raw-insn", "-M", "att", LIB).splitlines():
+for line in run(OBJDUMP, "-dw", "--no-show-raw-insn",
+                *(["-M", "att"] if ARCH == "x86_64" else []), LIB).splitlines():
     m = re.match(r"^Disassembly of section (\S+):$", line)
     if m:
         section = m.group(1)
@@ -313,6 +457,9 @@ for line in run("objdump", "-dw", "--no-show-raw-insn", "-M", "att", LIB).splitl
     if not m or not funcs:
         continue
     text, comment = m.group(2), None
+    if ARCH == "arm64":
+        funcs[-1]["insns"].append(arm64_insn(int(m.group(1), 16), text))
+        continue
     c = re.match(r"^(.*?)\s*#\s*([0-9a-f]+)(?: <.*>)?\s*$", text)
     if c:
         text, comment = c.group(1), int(c.group(2), 16)
@@ -379,6 +526,8 @@ def external_name(i):
 # --- Registers, for the vDSO rule ----------------------------------------------------------
 def reg_family(reg):
     reg = reg.lstrip("%")
+    if ARCH == "arm64":
+        return a64_reg(reg)
     m = re.fullmatch(r"r(\d+)[dwb]?", reg)
     if m:
         return "r" + m.group(1)
@@ -420,6 +569,178 @@ for f in funcs:
                 entered_from_outside.add(target)
 
 
+_addr_states = {}
+
+
+def arm64_addresses(i):
+    """A forward data flow over arm64 function i: which registers hold an address the
+    function formed itself (adrp, adr, add of an immediate to one), on every path (paths
+    join by union; anything else that writes a register forgets it). Rewrites each add
+    that forms one known address into "lea", and each load from one known address into
+    "mov ADDR(%rip)", with the address as the comment (see above). Returns the state
+    before each instruction: register family -> frozenset of addresses."""
+    insns = funcs[i]["insns"]
+    index_of = {addr: k for k, (addr, _, _, _) in enumerate(insns)}
+    state = [None] * len(insns)
+    work = []
+
+    def merge(k, incoming):
+        if state[k] is None:
+            state[k] = dict(incoming)
+        else:
+            joined = {r: state[k][r] | incoming[r] for r in state[k]
+                      if r in incoming and len(state[k][r] | incoming[r]) <= 8}
+            if joined == state[k]:
+                return
+            state[k] = joined
+        work.append(k)
+
+    def next_of(k):  # successors without the jump tables (found with this pass's result)
+        addr, mn, ops, _ = insns[k]
+        out = [] if mn in NO_FALLTHROUGH else [k + 1]
+        t = a64_target(ops) if mn == "jmp" or re.match(r"^j\w+$", mn) else None
+        if t is not None:
+            out.append(index_of.get(t))
+        return [s_ for s_ in out if s_ is not None and s_ < len(insns)]
+
+    for k, (addr, _, _, _) in enumerate(insns):
+        if k == 0 or addr in entered_from_outside:
+            merge(k, {})
+    unreached = 0
+    while True:
+        if not work:
+            # What no branch this pass follows reaches (a jump table's targets) starts
+            # knowing nothing.
+            while unreached < len(insns) and state[unreached] is not None:
+                unreached += 1
+            if unreached == len(insns):
+                break
+            merge(unreached, {})
+        k = work.pop()
+        addr, mn, ops, _ = insns[k]
+        out = dict(state[k])
+        value = None
+        operands = a64_operands(ops)
+        if mn in ("adrp", "adr") and len(operands) == 2:
+            t = a64_target(operands[1])
+            value = frozenset([t]) if t is not None else None
+        elif mn == "add" and len(operands) == 3 and a64_imm(operands[2]) is not None:
+            base = state[k].get(a64_reg(operands[1])) if operands[1].startswith("x") else None
+            if base is not None:
+                value = frozenset(b + a64_imm(operands[2]) for b in base)
+                if len(value) > 8:  # a pointer stepped through a loop: not one address
+                    value = None
+        elif mn == "mov" and "%" in ops:
+            value = state[k].get(a64_reg(ops.split(",")[0].lstrip("%")))
+        for fam in written_arm64(mn, ops):
+            out.pop(fam, None)
+        if value is not None and operands and a64_reg(operands[0] if "%" not in ops
+                                                      else ops.rsplit("%", 1)[1]):
+            out[a64_reg(operands[0] if "%" not in ops else ops.rsplit("%", 1)[1])] = value
+        for s_ in next_of(k):
+            merge(s_, out)
+    states = [st if st is not None else {} for st in state]
+    for k, (addr, mn, ops, _) in enumerate(insns):
+        operands = a64_operands(ops)
+        if "%" in ops or not operands or not operands[0].startswith("x"):
+            continue
+        dst = operands[0]
+        if mn == "adr" and len(operands) == 2 and a64_target(operands[1]) is not None:
+            insns[k] = (addr, "lea", f"{a64_target(operands[1]):#x}(%rip),%{dst}",
+                        a64_target(operands[1]))
+        elif mn == "add" and len(operands) == 3 and a64_imm(operands[2]) is not None:
+            base = states[k].get(a64_reg(operands[1])) if operands[1].startswith("x") else None
+            if base is not None and len(base) == 1:
+                a = next(iter(base)) + a64_imm(operands[2])
+                insns[k] = (addr, "lea", f"{a:#x}(%rip),%{dst}", a)
+        elif mn == "ldr" and len(operands) == 2:
+            m = re.fullmatch(r"\[(x\d+)(?:, (#[-0-9a-fx]+))?\]", operands[1])
+            t = a64_target(operands[1])
+            if m:
+                base = states[k].get(a64_reg(m.group(1)))
+                if base is not None and len(base) == 1:
+                    a = next(iter(base)) + (a64_imm(m.group(2)) if m.group(2) else 0)
+                    insns[k] = (addr, "mov", f"{a:#x}(%rip),%{dst}", a)
+            elif t is not None:  # a literal load: ldr Xd, ADDR
+                insns[k] = (addr, "mov", f"{t:#x}(%rip),%{dst}", t)
+    _addr_states[i] = states
+    return states
+
+
+A64_WIDTH = {"x": 8, "w": 4, "q": 16, "d": 8, "s": 4, "h": 2, "b": 1}
+
+
+def a64_loaded_slots(i, k):
+    """The relocated slots (the GOT, pointers in data) that the arm64 load funcs[i]["insns"][k]
+    reads, where its base register holds an address the function formed."""
+    _, mn, ops, _ = funcs[i]["insns"][k]
+    operands = a64_operands(ops)
+    mem = [n for n, o in enumerate(operands) if o.startswith("[")]
+    if not mem:
+        return []
+    m = re.fullmatch(r"\[(x\d+)(?:, (#[-0-9a-fx]+))?\]!?", operands[mem[0]])
+    if not m:
+        return []
+    bases = _addr_states[i][k].get(a64_reg(m.group(1)))
+    if not bases:
+        return []
+    offset = a64_imm(m.group(2)) if m.group(2) else 0
+    size = sum(A64_WIDTH.get(o[:1], 8) for o in operands[:mem[0]])
+    return sorted(slot for b in bases for slot in got
+                  if b + offset <= slot < b + offset + max(size, 8))
+
+
+def jump_table_arm64(i, insns, k, reg):
+    """The targets of a switch's jump table behind br reg: GCC's "ldrb/ldrh wE, [xT, wI,
+    uxtw...]; adr xL, L; add reg, xL, wE, sxtb/uxtb/sxth/uxth #2; br reg": each entry, one
+    or two bytes, is the distance from L in instructions. Entries are read until the first
+    that lands outside the function (and its .cold part): as on x86-64, the table's size is
+    the compiler's bound check, which this trusts."""
+    if k < 1:
+        return None
+    _, mn, ops, _ = insns[k - 1]
+    operands = a64_operands(ops)
+    if mn != "add" or len(operands) != 4 or "%" + operands[0] != reg:
+        return None
+    m = re.fullmatch(r"([su])xt([bh]) #2", operands[3])
+    if not m:
+        return None
+    signed, size = m.group(1) == "s", 1 if m.group(2) == "b" else 2
+    states = _addr_states.get(i) or arm64_addresses(i)
+    base = states[k - 1].get(a64_reg(operands[1]))
+    entry_reg = a64_reg(operands[2])
+    if base is None or len(base) != 1:
+        return None
+    label = next(iter(base))
+    table = None
+    for j in range(k - 2, max(-1, k - 10), -1):
+        _, mn2, ops2, _ = insns[j]
+        o2 = a64_operands(ops2)
+        if "%" not in ops2 and o2 and a64_reg(o2[0]) == entry_reg:
+            if mn2 != ("ldrb" if size == 1 else "ldrh") or len(o2) != 2:
+                return None
+            mm = re.fullmatch(r"\[(x\d+), w\d+, uxtw(?: #1)?\]", o2[1])
+            t = states[j].get(a64_reg(mm.group(1))) if mm else None
+            if t is None or len(t) != 1 or not is_rodata(next(iter(t))):
+                return None
+            table = next(iter(t))
+            break
+    if table is None:
+        return None
+    parts = parts_of(i)
+    targets = []
+    entry = table
+    while True:
+        e = read_int(entry, size, signed)
+        if e is None:
+            break
+        t = func_at(label + 4 * e)
+        if t is None or t not in parts:
+            break
+        targets.append(label + 4 * e)
+        entry += size
+    return targets or None
+
 CALLER_SAVED = {"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"}
 # What an instruction of IMPLICIT_WRITERS may write besides its operands (cpuid: rbx too).
 IMPLICIT_CLOBBERS = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r11"}
@@ -427,11 +748,16 @@ NO_FALLTHROUGH = {"jmp", "ret", "ud2", "hlt"}
 
 
 def is_reg64(operand):
+    if ARCH == "arm64":
+        return re.fullmatch(r"%x\d+", operand) is not None
     return re.fullmatch(r"%r(\d+|[abcd]x|si|di|bp|sp)", operand) is not None
 
 
 def written(mn, operands):
     """The register families an instruction may write (rsp not tracked)."""
+    if ARCH == "arm64":
+        return written_arm64(mn, ", ".join(operands) if "%" not in "".join(operands)
+                             else ",".join(operands))
     if mn == "call":
         return CALLER_SAVED  # the ABI: a callee keeps rbx, rbp, r12-r15
     if mn.startswith("push") or NON_WRITERS.match(mn) or not operands:
@@ -494,6 +820,8 @@ def register_sources(i):
         operands = split_operands(ops)
         for fam in written(mn, operands):
             out.pop(fam, None)
+        if ARCH == "arm64" and mn == "csel" and a64_operands(ops)[0].startswith("x"):
+            operands = ["", "%" + a64_operands(ops)[0]]  # the destination, for the rule below
         if len(operands) == 2 and is_reg64(operands[1]):
             dst, src = reg_family(operands[1]), operands[0]
             value = None
@@ -503,7 +831,12 @@ def register_sources(i):
                 value = frozenset([("slot", comment)])
             elif is_reg64(src):
                 value = state[k].get(reg_family(src))
-            if value is not None and mn in ("mov", "movq", "lea"):
+            if ARCH == "arm64" and mn == "csel":  # csel xD, xA, xB, cond: one or the other
+                both = [state[k].get(a64_reg(o)) for o in a64_operands(ops)[1:3]]
+                value = both[0] | both[1] if None not in both else None
+                if value is not None:
+                    out[dst] = value
+            elif value is not None and mn in ("mov", "movq", "lea"):
                 out[dst] = value
             elif value is not None and mn.startswith("cmov") and dst in state[k]:
                 out[dst] = state[k][dst] | value  # one or the other
@@ -522,6 +855,8 @@ def register_load(i, k, reg):
 
 def jump_table(i, insns, k, reg):
     """The targets of a switch's jump table behind jmp *reg, or None if it is not one."""
+    if ARCH == "arm64":
+        return jump_table_arm64(i, insns, k, reg)
     if k < 1:
         return None
     _, mn, ops, _ = insns[k - 1]
@@ -562,6 +897,11 @@ def slot_reason(slot):
         return f"{why}: loaded from {name}"
     return None
 
+
+if ARCH == "arm64":
+    for i_ in range(len(funcs)):
+        if funcs[i_]["insns"] and not is_plt(i_):
+            arm64_addresses(i_)
 
 # --- The graph -----------------------------------------------------------------------------
 # edges[i]: list of (kind, target) with target ("f", index) or ("x", external name);
@@ -637,6 +977,10 @@ for i, f in enumerate(funcs):
                         indirect_ok[i].append((addr, text, f"a jump table of {len(targets)} "
                                                "entries, all in the function"))
                         continue
+            if operand.startswith("%") and any(
+                    kind == "slot" and v in tlsdesc for kind, v in register_load(i, k, operand)
+                    or []):
+                text += " (a TLS descriptor's call: a thread_local of the global-dynamic model)"
             indirect_bad[i].append((addr, text))
             continue
         if is_branch:
@@ -649,6 +993,15 @@ for i, f in enumerate(funcs):
                 indirect_bad[i].append((addr, text + " (target outside any function)"))
             elif t != ("f", i):
                 edges[i].append(("-->", t))
+            continue
+        if ARCH == "arm64" and "%" not in ops and mn.startswith("ld"):
+            # A load from an address the function formed (ldp q0, q1, [x0]: a table of
+            # function pointers copied whole): every relocated slot it reads is taken.
+            for slot in a64_loaded_slots(i, k):
+                kind_, value_ = got[slot]
+                t = (local_or_external(value_) if kind_ == "sym" else target_of_address(value_))
+                if t is not None and t != ("f", i) and (t[0] == "f" or t[1] in ext_function):
+                    edges[i].append(("&->", t))
             continue
         if comment is None or "(%rip)" not in ops:
             continue

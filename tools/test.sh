@@ -112,6 +112,18 @@ step signal-safety skippable bash tools/check-signal-safety.sh build/release/lib
 # And the LD_PRELOAD shim's (its exported libc functions; built by the release preset too).
 step shim-signal-safety skippable bash tools/check-signal-safety.sh \
   build/release/libvclock_preload.so
+# The same three for arm64: the reader cross-compiled, and the arm64 preset's libraries (a
+# Release build, as the release preset's); skipped, as above, where that preset did not run.
+step hot-path-arm64 skippable bash tools/check-hot-path.sh arm64
+arm64_check() {
+  if [[ ! -f build/arm64/libvclock.so ]]; then
+    echo "skipped: no build/arm64 (the arm64 preset did not run here)"
+    return 77
+  fi
+  bash tools/check-signal-safety.sh "$@"
+}
+step signal-safety-arm64 skippable arm64_check build/arm64/libvclock.so
+step shim-signal-safety-arm64 skippable arm64_check build/arm64/libvclock_preload.so
 # A short fuzz of the attach validation (fuzz/, tools/fuzz.sh; the long run's figures are in
 # fuzz/README.md).
 step fuzz-short skippable bash tools/fuzz.sh 20

@@ -200,7 +200,11 @@ __attribute__((no_stack_protector)) bool stats_wanted() noexcept {
   return read_startup_settings().stats;
 }
 
-__thread thread_counts* this_thread_counts = nullptr;
+// The model again on the definition: GCC compiles this file's own accesses with the
+// definition's model (the declaration's in shim_stats.h does not carry over), and the default
+// for a shared object, global-dynamic, reads the variable through a call on the counting path:
+// __tls_get_addr on x86-64, a TLS-descriptor call on arm64.
+__thread thread_counts* this_thread_counts __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void count_without_slot(bool served) noexcept {
   thread_counts* c = this_thread_counts;
