@@ -186,9 +186,12 @@ TEST(Stamp, EachStampsStatusInABatch) {
     // The batch's copy of the history and each single call's are taken at
     // different times: a stamp on the newest line may be an estimate in
     // one (a copy taken while the writer stayed mid-update) and exact in
-    // the other. Rare; so a batch that disagrees is taken again.
+    // the other. Rare; so a batch that disagrees is taken again. So is one
+    // with no exact stamp at all: under qemu on a loaded machine every copy
+    // of a batch has been taken mid-update (each stamp then an estimate).
     bool agreed = false;
-    for (int attempt = 0; attempt < 3 && !agreed; ++attempt) {
+    int exact = 0;
+    for (int attempt = 0; attempt < 3 && !(agreed && exact > 0); ++attempt) {
       const vclock_stamp_t now = vclock_stamp();
       vclock_stamp_t stale = now;
       stale.epoch ^= std::uint64_t{1} << 40;  // another boot
@@ -213,7 +216,7 @@ TEST(Stamp, EachStampsStatusInABatch) {
       ASSERT_EQ(status[26], -ENODATA);
       ASSERT_EQ(status[32], VCLOCK_STAMP_ESTIMATE);
       agreed = true;
-      int exact = 0;
+      exact = 0;
       for (std::size_t i = 0; i < n; ++i) {
         ASSERT_TRUE(status[i] == 0 || status[i] == VCLOCK_STAMP_ESTIMATE || status[i] == -ESTALE ||
                     status[i] == -ENODATA)
@@ -228,12 +231,12 @@ TEST(Stamp, EachStampsStatusInABatch) {
           ASSERT_EQ(out[i], one) << "stamp " << i;
         }
       }
-      ASSERT_GT(exact, 0) << "clock " << clock;
       // The plain batch returns the same worst status.
       std::vector<std::int64_t> plain(n);
       ASSERT_EQ(vclock_stamps_to_ns(clock, stamps.data(), n, plain.data()), r);
     }
     EXPECT_TRUE(agreed) << "clock " << clock << ": each stamp's status is its single call's";
+    EXPECT_GT(exact, 0) << "clock " << clock << ": no stamp converted exactly in 3 batches";
   }
   const vclock_stamp_t now = vclock_stamp();
   // Bad arguments: -EINVAL, nothing written.
