@@ -1,7 +1,8 @@
 /* Timers under the shim, for tests/ns/run.sh: arms one, waits for it with
- * calls the shim leaves alone (read, sigwaitinfo, the raw nanosleep), and
- * says how long that took in host time (the raw system call) and in the
- * program's time (libc's clock_gettime: virtual in a namespace).
+ * calls the shim leaves alone (read, sigwaitinfo, the raw nanosleep and
+ * rt_sigtimedwait), and says how long that took in host time (the raw
+ * system call) and in the program's time (libc's clock_gettime: virtual in
+ * a namespace).
  *   timer_probe timerfd CLOCK rel|abs MS   a timerfd, MS of CLOCK's time
  *   timer_probe posix CLOCK rel|abs MS     a POSIX timer (SIGEV_SIGNAL)
  *   timer_probe interval MS COUNT         a MONOTONIC timerfd every MS ms,
