@@ -32,6 +32,7 @@
 #include "lib/runtime.h"
 #include "lib/stamp_convert.h"
 #include "lib/stamp_file.h"
+#include "lib/stamp_records.h"
 #include "lib/timekeeper.h"
 #include "support/emulation.h"
 #include "support/page_mode.h"
@@ -753,6 +754,233 @@ int run_convert(const std::string& file, const char* clock, const std::string& i
 }
 
 // What the command prints for a stamp, from the conversion's status.
+// ---- Files of several records (vclock_stamps_export_append): a span.
+
+// Appended every 0.5 s over 3 s, the records convert every stamp taken
+// meanwhile with the first record written after it: exact wherever that
+// record's history reaches back to the stamp, bit for bit the live
+// conversion made when the stamp was taken, and within the sandwich of
+// vclock_gettime_ns reads around it. Where each record's history reaches
+// back past the one before (the dev build: 1 s or more against 0.5 s),
+// that is every stamp, and one snapshot written at the end would give
+// estimates for the older ones.
+TEST(StampSpan, AppendedRecordsConvertASpanExactly) {
+  if (!counting()) GTEST_SKIP() << "the page is not in counter mode on this machine";
+  const std::string path = temp_path("span");
+  const std::string single = temp_path("span_single");
+  ::unlink(path.c_str());
+  struct sample {
+    std::int64_t before;
+    vclock_stamp_t st;
+    std::int64_t after;
+    int live_status;
+    std::int64_t live_ns;
+  };
+  std::vector<sample> samples;
+  const auto start = std::chrono::steady_clock::now();
+  auto next_append = start;
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(3000)) {
+    if (std::chrono::steady_clock::now() >= next_append) {
+      ASSERT_EQ(vclock_stamps_export_append(path.c_str()), 0);
+      next_append += std::chrono::milliseconds(500);
+    }
+    sample s{};
+    s.before = vclock_gettime_ns(CLOCK_MONOTONIC);
+    s.st = vclock_stamp();
+    s.after = vclock_gettime_ns(CLOCK_MONOTONIC);
+    s.live_status = vclock_stamp_to_ns(CLOCK_MONOTONIC, s.st, &s.live_ns);
+    samples.push_back(s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(vclock_stamps_export_append(path.c_str()), 0);
+  ASSERT_EQ(vclock_stamps_export(single.c_str()), 0);
+  const std::uint64_t epoch = samples.front().st.epoch;
+  for (const sample& s : samples) {
+    if (s.st.epoch != epoch) GTEST_SKIP() << "a new counter epoch began during the span";
+  }
+
+  detail::stamp_file_map file;
+  ASSERT_EQ(file.open(path.c_str()), 0);
+  const detail::stamp_records& records = file.records();
+  ASSERT_GE(records.count, 7u);
+  // Where each record's history begins; contiguous: each reaches back
+  // past the end of the one before it.
+  std::vector<std::uint64_t> begins(records.count);
+  bool contiguous = true;
+  for (std::size_t i = 0; i < records.count; ++i) {
+    detail::history_snapshot s;
+    ASSERT_EQ(detail::load_stamp_record(records, i, s), 0);
+    ASSERT_EQ(s.h.header.epoch, epoch);
+    begins[i] = history_begins(s);
+    if (i > 0 && begins[i] > detail::stamp_record_end(records, i - 1)) contiguous = false;
+  }
+  // The first stamps came after the first record: it covers none.
+  if (begins[1] > samples.front().st.counter) contiguous = false;
+
+  const std::size_t n = samples.size();
+  std::vector<vclock_stamp_t> stamps(n);
+  for (std::size_t i = 0; i < n; ++i) stamps[i] = samples[i].st;
+  std::vector<std::int64_t> ns(n);
+  std::vector<int> status(n);
+  ASSERT_GE(vclock_stamp_convert_file_each(path.c_str(), CLOCK_MONOTONIC, stamps.data(), n,
+                                           ns.data(), status.data()),
+            0);
+  std::size_t covered = 0;
+  std::size_t exact = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const sample& s = samples[i];
+    ASSERT_GE(status[i], 0) << "stamp " << i;
+    std::size_t r = 0;  // the first record written after the stamp
+    while (detail::stamp_record_end(records, r) < s.st.counter) ++r;
+    ASSERT_LT(r, records.count);
+    if (begins[r] <= s.st.counter) ++covered;
+    if (status[i] != detail::stamp_exact) continue;
+    ++exact;
+    EXPECT_LE(s.before, ns[i]) << "stamp " << i;
+    EXPECT_LE(ns[i], s.after) << "stamp " << i;
+    if (s.live_status == detail::stamp_exact) {
+      EXPECT_EQ(ns[i], s.live_ns) << "stamp " << i;
+    }
+  }
+  std::printf("%zu stamps, %zu records, %zu covered, %zu exact, contiguous %d\n", n, records.count,
+              covered, exact, contiguous ? 1 : 0);
+  // A stamp a record's history holds converts exactly but inside an update
+  // (an estimate then): a few.
+  EXPECT_GE(exact + n / 50, covered);
+  if (!contiguous) return;  // a slow build: records' histories shorter than 0.5 s
+  EXPECT_GE(exact + n / 50, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (samples[i].live_status == detail::stamp_exact) {
+      EXPECT_EQ(status[i], detail::stamp_exact) << i;
+    }
+  }
+  // One snapshot, at the end: the oldest stamps are estimates.
+  std::vector<std::int64_t> ns1(n);
+  std::vector<int> status1(n);
+  ASSERT_GE(vclock_stamp_convert_file_each(single.c_str(), CLOCK_MONOTONIC, stamps.data(), n,
+                                           ns1.data(), status1.data()),
+            0);
+  const std::size_t single_exact =
+      static_cast<std::size_t>(std::count(status1.begin(), status1.end(), detail::stamp_exact));
+  std::printf("one snapshot: %zu exact of %zu\n", single_exact, n);
+  EXPECT_LT(single_exact, n / 2);
+  ::unlink(path.c_str());
+  ::unlink(single.c_str());
+}
+
+// A file of `records` copies of the simulated history's record.
+std::vector<unsigned char> records_of(std::size_t records) {
+  const simulated* sp = sim_history();
+  file_bytes one{};
+  detail::make_stamp_file(
+      sp->s, *reinterpret_cast<unsigned char(*)[detail::stamp_file_bytes]>(one.data()));
+  std::vector<unsigned char> out;
+  for (std::size_t i = 0; i < records; ++i) out.insert(out.end(), one.begin(), one.end());
+  return out;
+}
+
+void write_bytes(const std::string& path, const std::vector<unsigned char>& b) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+// What the simulated stamps convert to from a file: the return, and each
+// value.
+std::pair<int, std::vector<std::int64_t>> convert_sim(const std::string& path) {
+  const simulated* sp = sim_history();
+  std::vector<std::int64_t> ns(sp->stamps.size());
+  const int r = vclock_stamp_convert_file(path.c_str(), CLOCK_MONOTONIC, sp->stamps.data(),
+                                          sp->stamps.size(), ns.data());
+  return {r, ns};
+}
+
+// Any changed byte of any record refuses the whole file: one in the middle
+// record of three, in the header, the lines and the slots alike.
+TEST(StampSpan, ADamagedRecordRefusesTheFile) {
+  ASSERT_NE(sim_history(), nullptr);
+  const std::string path = temp_path("span_damaged");
+  const std::vector<unsigned char> good = records_of(3);
+  write_bytes(path, good);
+  ASSERT_NE(convert_sim(path).first, -EBADMSG);
+  for (const std::size_t at : {std::size_t{40}, std::size_t{200}, std::size_t{3000}}) {
+    for (const std::size_t record : {std::size_t{1}, std::size_t{2}}) {
+      std::vector<unsigned char> bad = good;
+      bad[record * detail::stamp_file_bytes + at] ^= 0x10;
+      write_bytes(path, bad);
+      EXPECT_EQ(convert_sim(path).first, -EBADMSG) << "record " << record << " byte " << at;
+    }
+  }
+  ::unlink(path.c_str());
+}
+
+// A converter racing an append sees the file end in part of a record: left
+// out, the file converts as without it; bytes after the last record that
+// do not begin as one refuse it; the next append writes over the part.
+TEST(StampSpan, ATornLastRecordIsLeftOut) {
+  const simulated* sp = sim_history();
+  ASSERT_NE(sp, nullptr);
+  const std::string path = temp_path("span_torn");
+  const std::vector<unsigned char> two = records_of(2);
+  write_bytes(path, two);
+  const auto [r2, ns2] = convert_sim(path);
+  ASSERT_NE(r2, -EBADMSG);
+  const std::vector<unsigned char> three = records_of(3);
+  for (const std::size_t part :
+       {std::size_t{1}, std::size_t{8}, std::size_t{48}, detail::stamp_file_bytes - 1}) {
+    std::vector<unsigned char> torn(three.begin(),
+                                    three.begin() + static_cast<std::ptrdiff_t>(two.size() + part));
+    write_bytes(path, torn);
+    const auto [r, ns] = convert_sim(path);
+    EXPECT_EQ(r, r2) << part;
+    EXPECT_EQ(ns, ns2) << part;
+    torn[two.size()] ^= 0x01;  // not the magic: not an append
+    write_bytes(path, torn);
+    EXPECT_EQ(convert_sim(path).first, -EBADMSG) << part;
+  }
+  // Only part of a record: nothing to convert with.
+  write_bytes(path, std::vector<unsigned char>(two.begin(), two.begin() + 100));
+  EXPECT_EQ(convert_sim(path).first, -EBADMSG);
+  // An append writes over a torn record: three whole records.
+  write_bytes(path, std::vector<unsigned char>(three.begin(), three.end() - 5));
+  ASSERT_EQ(detail::append_stamp_file(path.c_str(), sp->s), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<std::size_t>(st.st_size), three.size());
+  EXPECT_EQ(convert_sim(path).first, r2);
+  ::unlink(path.c_str());
+}
+
+// More than 16384 records are refused before they are read (a sparse file:
+// no 59 MiB written); 16384 are not too many. An append to 16384 is
+// refused, and one to a file that is not a stamp file leaves it alone.
+TEST(StampSpan, RecordLimitAndAppendErrors) {
+  const simulated* sp = sim_history();
+  ASSERT_NE(sp, nullptr);
+  const std::string path = temp_path("span_limit");
+  write_bytes(path, records_of(1));
+  const off_t limit = static_cast<off_t>(detail::stamp_file_max_records * detail::stamp_file_bytes);
+  ASSERT_EQ(::truncate(path.c_str(), limit + static_cast<off_t>(detail::stamp_file_bytes)), 0);
+  EXPECT_EQ(convert_sim(path).first, -EFBIG);
+  ASSERT_EQ(::truncate(path.c_str(), limit), 0);
+  EXPECT_EQ(convert_sim(path).first, -EBADMSG);  // zeros after the first: read, and refused
+  EXPECT_EQ(detail::append_stamp_file(path.c_str(), sp->s), -EFBIG);
+  if (counting()) {
+    EXPECT_EQ(vclock_stamps_export_append(path.c_str()), -EFBIG);
+  }
+  ASSERT_EQ(::truncate(path.c_str(), limit - static_cast<off_t>(detail::stamp_file_bytes)), 0);
+  EXPECT_EQ(detail::append_stamp_file(path.c_str(), sp->s), 0);
+  write_bytes(path, std::vector<unsigned char>{'n', 'o', 't', 'e', 's', '\n'});
+  EXPECT_EQ(detail::append_stamp_file(path.c_str(), sp->s), -EBADMSG);
+  if (counting()) {
+    EXPECT_EQ(vclock_stamps_export_append(path.c_str()), -EBADMSG);
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 6);
+  EXPECT_EQ(vclock_stamps_export_append(nullptr), -EINVAL);
+  ::unlink(path.c_str());
+}
+
 std::string expected_line(int status, std::int64_t ns) {
   if (status == -ESTALE) return "- stale";
   if (status < 0) return "- nodata";

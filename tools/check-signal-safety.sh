@@ -136,6 +136,7 @@ ALLOWED = {
     "read": "signal-safety(7)",
     "write": "signal-safety(7)",
     "close": "signal-safety(7)",
+    "lseek": "signal-safety(7) (vclock_stamps_export_append: the record goes after the last whole one)",
     "fstat": "signal-safety(7)",
     "fstatat": "signal-safety(7)",
     "clock_gettime": "signal-safety(7)",

@@ -136,6 +136,14 @@ VCLOCK_API int vclock_stamps_to_ns_each(clockid_t clock, const vclock_stamp_t* s
  * another architecture's, docs/stamps.md), an open/read errno, -EINVAL a
  * bad argument. */
 VCLOCK_API int vclock_stamps_export(const char* path) VCLOCK_NOEXCEPT;
+/* One more record after the file's others (a new file: the first), so that
+ * the file covers a span: called every 0.5 s or so, each stamp converts
+ * with the first record written after it, exactly (docs/stamps.md). As
+ * vclock_stamps_export's errors, and -EBADMSG a file that does not begin
+ * as a stamp file (left as it was), -EFBIG 16384 records there already.
+ * One appender at a time; a converter racing it leaves the record being
+ * written out. */
+VCLOCK_API int vclock_stamps_export_append(const char* path) VCLOCK_NOEXCEPT;
 VCLOCK_API int vclock_stamp_convert_file(const char* path, clockid_t clock,
                                          const vclock_stamp_t* stamps, size_t n,
                                          int64_t* out) VCLOCK_NOEXCEPT;

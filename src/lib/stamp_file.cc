@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -17,6 +19,8 @@
 
 #include "lib/runtime.h"
 #include "lib/stamp_convert.h"
+#include "lib/stamp_records.h"
+#include "lib/stamp_span.h"
 #include "vclock/detail/arch.h"
 #include "vclock/vclock.h"
 
@@ -180,28 +184,113 @@ int read_stamp_file(const char* path, history_snapshot& s) noexcept {
   return parse_stamp_file(bytes, got, s);
 }
 
+int append_stamp_file(const char* path, const history_snapshot& s) noexcept {
+  unsigned char bytes[stamp_file_bytes];
+  make_stamp_file(s, bytes);
+  const int fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return -errno;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return close_keeping(fd, -errno);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  // Not a stamp file (a mistyped path): left as it is. Its first bytes
+  // only: a record is checked whole by whoever reads it.
+  if (size > 0) {
+    unsigned char magic[sizeof stamp_file_magic];
+    const std::size_t want = size < sizeof magic ? size : sizeof magic;
+    ssize_t r = 0;
+    do {
+      r = ::read(fd, magic, want);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return close_keeping(fd, -errno);
+    if (static_cast<std::size_t>(r) != want || std::memcmp(magic, stamp_file_magic, want) != 0) {
+      return close_keeping(fd, -EBADMSG);
+    }
+  }
+  // The record goes after the last whole one: over the torn part of an
+  // append that was cut short, which readers leave out until then.
+  const std::size_t whole = size / stamp_file_bytes;
+  if (whole >= stamp_file_max_records) return close_keeping(fd, -EFBIG);
+  if (::lseek(fd, static_cast<off_t>(whole * stamp_file_bytes), SEEK_SET) < 0) {
+    return close_keeping(fd, -errno);
+  }
+  const unsigned char* p = bytes;
+  std::size_t left = sizeof bytes;
+  while (left > 0) {
+    const ssize_t w = ::write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return close_keeping(fd, -errno);
+    if (w == 0) return close_keeping(fd, -EIO);
+    p += w;
+    left -= static_cast<std::size_t>(w);
+  }
+  return close_keeping(fd, 0);
+}
+
+stamp_file_map::~stamp_file_map() {
+  if (bytes_ != nullptr) ::munmap(const_cast<unsigned char*>(bytes_), size_);
+}
+
+int stamp_file_map::open(const char* path) noexcept {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return close_keeping(fd, -errno);
+  if (S_ISDIR(st.st_mode)) return close_keeping(fd, -EISDIR);  // as read(2) says
+  const auto size = static_cast<std::size_t>(st.st_size);
+  // Counted before the mapping: a file too long is refused unread.
+  if (size / stamp_file_bytes > stamp_file_max_records) return close_keeping(fd, -EFBIG);
+  if (size < stamp_file_bytes) return close_keeping(fd, -EBADMSG);
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (m == MAP_FAILED) return close_keeping(fd, -errno);
+  bytes_ = static_cast<const unsigned char*>(m);
+  size_ = size;
+  const int err = close_keeping(fd, 0);
+  if (err != 0) return err;
+  return check_stamp_records(bytes_, size_, records_);
+}
+
 }  // namespace vclock::detail
 
 namespace d = vclock::detail;
+
+namespace {
+
+// The snapshot an export writes: its end read before the copy, so that a
+// stamp at or before it read a line the copy holds (a later one may have
+// read a newer line).
+int export_snapshot(d::history_snapshot& s) noexcept {
+  d::ensure_started();
+  if (d::joined_namespace != nullptr) return -EAGAIN;  // virtual time: as the live conversion
+  for (int tries = 0; tries < 3; ++tries) {
+    const vclock_stamp_t end = vclock_stamp();
+    if (!d::take_snapshot(d::the_page, s)) return -ENODATA;
+    if (end.epoch != s.h.header.epoch) continue;  // a new counter epoch began in between
+    s.known_until = end.counter;
+    return 0;
+  }
+  return -EAGAIN;
+}
+
+}  // namespace
 
 extern "C" {
 
 // A cold call: a copy of the history and one file written.
 VCLOCK_API int vclock_stamps_export(const char* path) noexcept {
   if (path == nullptr) return -EINVAL;
-  d::ensure_started();
-  if (d::joined_namespace != nullptr) return -EAGAIN;  // virtual time: as the live conversion
   d::history_snapshot s;
-  // The file's end, read before the copy: a stamp at or before it read a
-  // line the copy holds; a later one may have read a newer line.
-  for (int tries = 0; tries < 3; ++tries) {
-    const vclock_stamp_t end = vclock_stamp();
-    if (!d::take_snapshot(d::the_page, s)) return -ENODATA;
-    if (end.epoch != s.h.header.epoch) continue;  // a new counter epoch began in between
-    s.known_until = end.counter;
-    return d::write_stamp_file(path, s);
-  }
-  return -EAGAIN;
+  const int r = export_snapshot(s);
+  if (r != 0) return r;
+  return d::write_stamp_file(path, s);
+}
+
+// As cold: a copy of the history and one record written after the others.
+VCLOCK_API int vclock_stamps_export_append(const char* path) noexcept {
+  if (path == nullptr) return -EINVAL;
+  d::history_snapshot s;
+  const int r = export_snapshot(s);
+  if (r != 0) return r;
+  return d::append_stamp_file(path, s);
 }
 
 VCLOCK_API int vclock_stamp_convert_file(const char* path, clockid_t clock,
@@ -210,10 +299,11 @@ VCLOCK_API int vclock_stamp_convert_file(const char* path, clockid_t clock,
   if (path == nullptr || (n != 0 && (stamps == nullptr || out == nullptr))) return -EINVAL;
   d::clock_kind k{};
   if (!d::stamp_clock_kind(clock, k)) return -EINVAL;
-  d::history_snapshot s;
-  const int r = d::read_stamp_file(path, s);
+  d::stamp_file_map file;
+  const int r = file.open(path);
   if (r != 0) return r;
-  return d::convert_stamps(s, k, stamps, n, out);
+  d::stamp_span_converter c(file.records());
+  return c.convert(k, stamps, n, out);
 }
 
 VCLOCK_API int vclock_stamp_convert_file_each(const char* path, clockid_t clock,
@@ -224,10 +314,11 @@ VCLOCK_API int vclock_stamp_convert_file_each(const char* path, clockid_t clock,
   }
   d::clock_kind k{};
   if (!d::stamp_clock_kind(clock, k)) return -EINVAL;
-  d::history_snapshot s;
-  const int r = d::read_stamp_file(path, s);
+  d::stamp_file_map file;
+  const int r = file.open(path);
   if (r != 0) return d::refuse_stamps(r, n, out, status);
-  return d::convert_stamps(s, k, stamps, n, out, status);
+  d::stamp_span_converter c(file.records());
+  return c.convert(k, stamps, n, out, status);
 }
 
 }  // extern "C"

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "lib/history.h"
+#include "lib/stamp_records.h"
 #include "vclock/page.h"
 
 namespace vclock::detail {
@@ -51,6 +52,30 @@ int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot
 // The same through a file: 0 or -errno (parse_stamp_file's, or the I/O's).
 int write_stamp_file(const char* path, const history_snapshot& s) noexcept;
 int read_stamp_file(const char* path, history_snapshot& s) noexcept;
+
+// One record written after the file's whole records (a new file: the
+// first): 0 or -errno; -EBADMSG a file that does not begin as a stamp
+// file (left as it was); -EFBIG stamp_file_max_records there already.
+// One appender at a time: two would write over each other's record.
+int append_stamp_file(const char* path, const history_snapshot& s) noexcept;
+
+// A stamp file of one or more records, mapped (not read into the heap)
+// and checked (check_stamp_records): open() 0 or -errno, -EFBIG before
+// mapping a file of too many records.
+class stamp_file_map {
+ public:
+  stamp_file_map() noexcept = default;
+  stamp_file_map(const stamp_file_map&) = delete;
+  stamp_file_map& operator=(const stamp_file_map&) = delete;
+  ~stamp_file_map();
+  int open(const char* path) noexcept;
+  const stamp_records& records() const noexcept { return records_; }
+
+ private:
+  const unsigned char* bytes_ = nullptr;
+  std::size_t size_ = 0;
+  stamp_records records_;
+};
 
 }  // namespace vclock::detail
 

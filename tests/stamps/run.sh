@@ -27,6 +27,32 @@ if ! wait_attached "$vclock" "$VCLOCK_PAGE"; then
   finish
 fi
 
+# A span (`vclock stamps export FILE --seconds 3`, a record every 0.5 s): stamps traced at
+# its start convert, when the span is over, to what the tracer got wherever it got an exact
+# value; one export at the end holds only the last second or so.
+"$vclock" stamps export "$dir/span" --seconds 3 &
+span_pid=$!
+sleep 0.2
+"$probe" 3000 >"$dir/span_traced" || fail "stamp_probe: exit $?"
+wait "$span_pid" || fail "vclock stamps export --seconds 3: exit $?"
+records=$(($(stat -c %s "$dir/span") / 3632))
+cut -d' ' -f1,2 "$dir/span_traced" >"$dir/span_stamps"
+cut -d' ' -f3- "$dir/span_traced" >"$dir/span_expected"
+"$vclock" stamps convert "$dir/span" --clock realtime <"$dir/span_stamps" >"$dir/span_converted" ||
+  fail "vclock stamps convert (span): exit $?"
+"$vclock" stamps export "$dir/span_end"
+"$vclock" stamps convert "$dir/span_end" --clock realtime <"$dir/span_stamps" >"$dir/span_end_converted"
+differ=$(paste -d'|' "$dir/span_expected" "$dir/span_converted" |
+  awk -F'|' '$1 ~ / exact$/ && $1 != $2 { n++ } END { print n + 0 }')
+span_exact=$(grep -c ' exact$' "$dir/span_converted")
+end_exact=$(grep -c ' exact$' "$dir/span_end_converted")
+if ((records >= 6 && differ == 0 && span_exact > 0)); then
+  pass "a 3 s span of $records records: the stamps of its start as the tracer's ($span_exact" \
+    "exact; one export at the end: $end_exact)"
+else
+  fail "span: $records records, $differ exact stamps converted otherwise, $span_exact exact"
+fi
+
 # Traced, then exported at once (the history holds the last second). A tracer whose
 # conversion met the writer held mid-update got estimates the file does not: up to four
 # tries then (two both failed once on a loaded 2-core machine).
