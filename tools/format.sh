@@ -13,7 +13,7 @@ elif [[ $# -gt 0 ]]; then
 fi
 
 dirs=()
-for d in include src tests bench fuzz; do
+for d in include src tests bench fuzz tools; do
   if [[ -d $d ]]; then dirs+=("$d"); fi
 done
 find "${dirs[@]}" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc' -o -name '*.c' \) \

@@ -12,9 +12,6 @@ extern "C" [[gnu::noinline]] std::int64_t vclock_probe_careful(const vclock::pag
 
 extern "C" std::int64_t vclock_probe_fast(const vclock::page& p) noexcept {
   return vclock::detail::read_fast<vclock::detail::clock_kind::monotonic>(
-      p,
-      []() noexcept {
-        return vclock::arch::read_counter<vclock::arch::ordered_variants[0]>();
-      },
+      p, []() noexcept { return vclock::arch::read_counter<vclock::arch::ordered_variants[0]>(); },
       [&p]() noexcept { return vclock_probe_careful(p); });
 }
