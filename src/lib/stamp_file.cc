@@ -100,6 +100,20 @@ int close_keeping(int fd, int err) noexcept {
   return err;
 }
 
+// Writes the n bytes at p to fd (short writes and EINTR resumed), then
+// closes it: 0, or the first -errno (-EIO for a write that wrote nothing).
+int write_all_and_close(int fd, const unsigned char* p, std::size_t n) noexcept {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return close_keeping(fd, -errno);
+    if (w == 0) return close_keeping(fd, -EIO);
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return close_keeping(fd, 0);
+}
+
 }  // namespace
 
 std::uint64_t stamp_file_checksum(const unsigned char* bytes, std::size_t n) noexcept {
@@ -153,17 +167,7 @@ int write_stamp_file(const char* path, const history_snapshot& s) noexcept {
   make_stamp_file(s, bytes);
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return -errno;
-  const unsigned char* p = bytes;
-  std::size_t left = sizeof bytes;
-  while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return close_keeping(fd, -errno);
-    if (w == 0) return close_keeping(fd, -EIO);
-    p += w;
-    left -= static_cast<std::size_t>(w);
-  }
-  return close_keeping(fd, 0);
+  return write_all_and_close(fd, bytes, sizeof bytes);
 }
 
 int read_stamp_file(const char* path, history_snapshot& s) noexcept {
@@ -213,17 +217,7 @@ int append_stamp_file(const char* path, const history_snapshot& s) noexcept {
   if (::lseek(fd, static_cast<off_t>(whole * stamp_file_bytes), SEEK_SET) < 0) {
     return close_keeping(fd, -errno);
   }
-  const unsigned char* p = bytes;
-  std::size_t left = sizeof bytes;
-  while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return close_keeping(fd, -errno);
-    if (w == 0) return close_keeping(fd, -EIO);
-    p += w;
-    left -= static_cast<std::size_t>(w);
-  }
-  return close_keeping(fd, 0);
+  return write_all_and_close(fd, bytes, sizeof bytes);
 }
 
 stamp_file_map::~stamp_file_map() {
