@@ -171,21 +171,11 @@ int write_stamp_file(const char* path, const history_snapshot& s) noexcept {
 }
 
 int read_stamp_file(const char* path, history_snapshot& s) noexcept {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  // One byte more than a stamp file: a longer file is seen as such.
-  unsigned char bytes[stamp_file_bytes + 1];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t r = ::read(fd, bytes + got, sizeof bytes - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return close_keeping(fd, -errno);
-    if (r == 0) break;
-    got += static_cast<std::size_t>(r);
-  }
-  const int err = close_keeping(fd, 0);
-  if (err != 0) return err;
-  return parse_stamp_file(bytes, got, s);
+  stamp_file_map file;
+  const int r = file.open(path);
+  if (r != 0) return r;
+  if (file.records().count != 1) return -EBADMSG;
+  return load_stamp_record(file.records(), 0, s);
 }
 
 int append_stamp_file(const char* path, const history_snapshot& s) noexcept {

@@ -50,6 +50,8 @@ void make_stamp_file(const history_snapshot& s, unsigned char (&out)[stamp_file_
 int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot& s) noexcept;
 
 // The same through a file: 0 or -errno (parse_stamp_file's, or the I/O's).
+// read_stamp_file reads a file of one record, through stamp_file_map (so
+// as every conversion reads it); a file of several is -EBADMSG.
 int write_stamp_file(const char* path, const history_snapshot& s) noexcept;
 int read_stamp_file(const char* path, history_snapshot& s) noexcept;
 
