@@ -14,8 +14,8 @@
 namespace vclock::cli {
 namespace {
 
-int request_fd = -1;  // the bench writes n here
-int reply_fd = -1;    // the helper answers here when its loop is done
+int timens_request_fd = -1;  // the bench writes n here
+int timens_reply_fd = -1;    // the helper answers here when its loop is done
 
 // The helper: waits for n, runs the loop, answers; exits when the bench
 // closes its end (the bench exited, however it ended).
@@ -82,15 +82,15 @@ bool start_timens_helper() noexcept {
     close(replies[0]);
     return false;
   }
-  request_fd = requests[1];
-  reply_fd = replies[0];
+  timens_request_fd = requests[1];
+  timens_reply_fd = replies[0];
   return true;
 }
 
 std::uint64_t timens_vdso_loop(std::uint64_t n) noexcept {
   std::uint64_t fold = 0;
-  if (write(request_fd, &n, sizeof(n)) != static_cast<ssize_t>(sizeof(n)) ||
-      read(reply_fd, &fold, sizeof(fold)) != static_cast<ssize_t>(sizeof(fold))) {
+  if (write(timens_request_fd, &n, sizeof(n)) != static_cast<ssize_t>(sizeof(n)) ||
+      read(timens_reply_fd, &fold, sizeof(fold)) != static_cast<ssize_t>(sizeof(fold))) {
     return 0;
   }
   return fold;

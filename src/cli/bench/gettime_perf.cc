@@ -47,8 +47,8 @@ struct plan {
   std::int64_t span_ns;
   int rounds;
 };
-constexpr plan full_plan{ns_per_s * 3 / 10, 10};  // 45 s for 5 clocks x 3 contenders
-constexpr plan quick_plan{ns_per_s / 10, 3};      // 4.5 s
+constexpr plan perf_full_plan{ns_per_s * 3 / 10, 10};  // 45 s for 5 clocks x 3 contenders
+constexpr plan perf_quick_plan{ns_per_s / 10, 3};      // 4.5 s
 
 timespec add_ns(timespec t, std::int64_t ns) {
   const std::int64_t nsec = t.tv_nsec + ns % ns_per_s;
@@ -148,7 +148,7 @@ double time_ratio(std::uint64_t calls_a, std::uint64_t calls_b) {
   return static_cast<double>(calls_b) / static_cast<double>(calls_a);
 }
 
-std::string ratio_text(double v) { return v == v ? tool::strformat("%.3fx", v) : "-"; }
+std::string perf_ratio_text(double v) { return v == v ? tool::strformat("%.3fx", v) : "-"; }
 
 // Calls per second of the clock, from a round's count.
 double per_second(std::uint64_t calls, const plan& p) {
@@ -179,8 +179,8 @@ void print_text(const status_snapshot& s, int cpu, const plan& p, const std::vec
         .right(rate_text(vdso, p))
         .right(rate_text(ts, p))
         .right(rate_text(ns, p))
-        .right(ratio_text(time_ratio(ts, vdso)))
-        .right(ratio_text(time_ratio(ts, ns)));
+        .right(perf_ratio_text(time_ratio(ts, vdso)))
+        .right(perf_ratio_text(time_ratio(ts, ns)));
   }
   std::fputs(t.str().c_str(), stdout);
 }
@@ -224,7 +224,7 @@ int run_gettime_perf(bool quick, bool json) {
   const status_snapshot s = read_status(2000);  // calibrated before anything is timed
   const int cpu = sched_getcpu();
   const bool pinned = cpu >= 0 && pin_current_thread(cpu);
-  const plan& p = quick ? quick_plan : full_plan;
+  const plan& p = quick ? perf_quick_plan : perf_full_plan;
   const timespec_fn vdso = kernel::vdso_gettime();
   std::vector<counts> rows;
   for (const clock_case& c : clocks) {

@@ -32,9 +32,9 @@
 namespace vclock::cli {
 namespace {
 
-constexpr std::uint64_t page = vdso::config_page_size;
+constexpr std::uint64_t page_bytes = vdso::config_page_size;
 
-std::uint64_t round_up(std::uint64_t n) { return (n + page - 1) / page * page; }
+std::uint64_t round_up(std::uint64_t n) { return (n + page_bytes - 1) / page_bytes * page_bytes; }
 
 bool is_error(std::int64_t r) { return r < 0 && r >= -4095; }
 
@@ -109,7 +109,7 @@ class installer {
   installer(pid_t pid, const image_plan& plan) : pid_(pid), plan_(plan) {}
 
   bool run(const exec_facts& facts, std::string& error) {
-    const std::uint64_t total = page + plan_.image_bytes;
+    const std::uint64_t total = page_bytes + plan_.image_bytes;
     std::int64_t reserved = 0;
     if (!call(SYS_mmap,
               {0, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -118,7 +118,7 @@ class installer {
       return false;
     }
     const auto config_at = static_cast<std::uint64_t>(reserved);
-    const std::uint64_t image_at = config_at + page;
+    const std::uint64_t image_at = config_at + page_bytes;
     // The three paths, written where the image will be mapped.
     std::string paths = plan_.image + '\0' + plan_.host_page + '\0' + plan_.ns_page + '\0';
     if (paths.size() > plan_.image_bytes ||
