@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -753,7 +754,8 @@ int run_convert(const std::string& file, const char* clock, const std::string& i
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// What the command prints for a stamp, from the conversion's status.
+#endif  // VCLOCK_CLI_PATH
+
 // ---- Files of several records (vclock_stamps_export_append): a span.
 
 // Appended every 0.5 s over 3 s, the records convert every stamp taken
@@ -981,6 +983,65 @@ TEST(StampSpan, RecordLimitAndAppendErrors) {
   ::unlink(path.c_str());
 }
 
+// Another process truncating the file while a conversion reads it (and
+// writing it back, over and over, for 1 s): the conversion reads a copy,
+// so it never faults (a mapping of the file raised SIGBUS at its first
+// touch past the new end) and gives the whole file's values, or -EBADMSG
+// where it read less than one record (every shorter read of these bytes
+// holds whole records of the file and a part that begins as one: they
+// convert the same, the records being alike).
+TEST(StampSpan, ATruncatedFileNeverFaults) {
+  ASSERT_NE(sim_history(), nullptr);
+  const std::string path = temp_path("span_truncated");
+  const std::vector<unsigned char> good = records_of(16);
+  write_bytes(path, good);
+  const auto [r_whole, ns_whole] = convert_sim(path);
+  ASSERT_NE(r_whole, -EBADMSG);  // -ESTALE: two stamps of other epochs
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::atomic<bool> stop{false};
+  std::atomic<long> cuts{0};
+  std::thread truncator([&] {
+    std::mt19937_64 rng(23);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const std::size_t at = rng() % good.size();
+      if (::ftruncate(fd, static_cast<off_t>(at)) != 0) break;
+      std::size_t done = at;
+      while (done < good.size()) {
+        const ssize_t w =
+            ::pwrite(fd, good.data() + done, good.size() - done, static_cast<off_t>(done));
+        if (w <= 0) break;
+        done += static_cast<std::size_t>(w);
+      }
+      cuts.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  std::size_t whole = 0;
+  std::size_t refused = 0;
+  std::size_t other = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1000)) {
+    const auto [r, ns] = convert_sim(path);
+    if (r == -EBADMSG) {
+      ++refused;
+    } else if (r == r_whole && ns == ns_whole) {
+      ++whole;
+    } else {
+      ++other;
+    }
+  }
+  stop.store(true);
+  truncator.join();
+  ::close(fd);
+  std::printf("%zu conversions whole, %zu refused, %zu other; %ld truncations\n", whole, refused,
+              other, cuts.load());
+  EXPECT_EQ(other, 0u);
+  EXPECT_GT(cuts.load(), 0);
+  ::unlink(path.c_str());
+}
+
+#if defined(VCLOCK_CLI_PATH)
+// What the command prints for a stamp, from the conversion's status.
 std::string expected_line(int status, std::int64_t ns) {
   if (status == -ESTALE) return "- stale";
   if (status < 0) return "- nodata";

@@ -61,9 +61,12 @@ int read_stamp_file(const char* path, history_snapshot& s) noexcept;
 // One appender at a time: two would write over each other's record.
 int append_stamp_file(const char* path, const history_snapshot& s) noexcept;
 
-// A stamp file of one or more records, mapped (not read into the heap)
-// and checked (check_stamp_records): open() 0 or -errno, -EFBIG before
-// mapping a file of too many records.
+// A stamp file of one or more records, read into memory of its own (an
+// anonymous mapping, not the heap; never the file mapped: one truncated
+// meanwhile would raise SIGBUS) and checked (check_stamp_records): open()
+// 0 or -errno, -EFBIG before reading a file of too many records. A file
+// that shrank while it was read is converted as the bytes read: what
+// check_stamp_records says of a file of that length.
 class stamp_file_map {
  public:
   stamp_file_map() noexcept = default;
@@ -74,7 +77,7 @@ class stamp_file_map {
   const stamp_records& records() const noexcept { return records_; }
 
  private:
-  const unsigned char* bytes_ = nullptr;
+  unsigned char* bytes_ = nullptr;
   std::size_t size_ = 0;
   stamp_records records_;
 };
