@@ -156,10 +156,16 @@ int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot
       fh.reserved != 0) {
     return -EBADMSG;
   }
+  unpack_stamp_file(bytes, s);
+  return keeps_invariants(s.h);
+}
+
+void unpack_stamp_file(const unsigned char* bytes, history_snapshot& s) noexcept {
+  stamp_file_header fh{};
+  std::memcpy(&fh, bytes, sizeof fh);
   std::memcpy(&s.h, bytes + sizeof fh, sizeof s.h);
   s.open = (fh.flags & stamp_file_open) != 0;
   s.known_until = fh.end_counter;
-  return keeps_invariants(s.h);
 }
 
 int write_stamp_file(const char* path, const history_snapshot& s) noexcept {

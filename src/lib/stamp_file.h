@@ -49,6 +49,11 @@ void make_stamp_file(const history_snapshot& s, unsigned char (&out)[stamp_file_
 // intact stamp file whose history keeps page.h's invariants.
 int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot& s) noexcept;
 
+// The snapshot in the stamp_file_bytes at `bytes`, copied and not checked:
+// only for bytes parse_stamp_file accepted and nobody has written since
+// (a record of stamp_file_map's own copy).
+void unpack_stamp_file(const unsigned char* bytes, history_snapshot& s) noexcept;
+
 // The same through a file: 0 or -errno (parse_stamp_file's, or the I/O's).
 // read_stamp_file reads a file of one record, through stamp_file_map (so
 // as every conversion reads it); a file of several is -EBADMSG.

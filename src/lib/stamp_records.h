@@ -17,7 +17,8 @@ namespace vclock::detail {
 // record each 0.5 s, 59 MiB); a longer file is refused with -EFBIG.
 inline constexpr std::size_t stamp_file_max_records = 16384;
 
-// The checked records of a file's bytes (not owned: the caller's mapping).
+// The checked records of a file's bytes (not owned: the caller's copy,
+// which must not change while these are used).
 struct stamp_records {
   const unsigned char* bytes = nullptr;
   std::size_t count = 0;
@@ -35,7 +36,9 @@ int check_stamp_records(const unsigned char* bytes, std::size_t n, stamp_records
 std::uint64_t stamp_record_end(const stamp_records& r, std::size_t i) noexcept;
 std::uint64_t stamp_record_epoch(const stamp_records& r, std::size_t i) noexcept;
 
-// Record i's snapshot (a checked record: 0).
+// Record i's snapshot, copied, not checked again: `r` from
+// check_stamp_records over bytes nobody writes (stamp_file_map's copy).
+// Returns 0.
 int load_stamp_record(const stamp_records& r, std::size_t i, history_snapshot& s) noexcept;
 
 }  // namespace vclock::detail
