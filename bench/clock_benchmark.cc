@@ -5,10 +5,14 @@
 // path writes no shared cache line).
 #include <benchmark/benchmark.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/kernel_clock.h"
@@ -103,7 +107,68 @@ void bm_stamps_to_ns(benchmark::State& state) {
     benchmark::DoNotOptimize(r);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+
+// File conversion: a stamp file of 12 records appended over about 2 s,
+// and 4096 stamps taken over the same span (341 between two appends), so
+// that they spread over the records. Made once, by the first row that
+// needs it; `path` empty when the page could not export (no history).
+struct stamp_file_fixture {
+  std::string path;
+  std::vector<vclock_stamp_t> in_order;
+  std::vector<vclock_stamp_t> shuffled;  // consecutive stamps jump between records
+};
+
+std::string stamp_file_made;  // to unlink at the end: made only if a row ran
+
+const stamp_file_fixture& stamp_file() {
+  static const stamp_file_fixture f = [] {
+    constexpr std::size_t records = 12;
+    constexpr std::size_t n = 4096;
+    stamp_file_fixture x;
+    const std::string path = "/tmp/vclock_bench_stamps_" + std::to_string(::getpid());
+    ::unlink(path.c_str());
+    stamp_file_made = path;
+    for (std::size_t r = 0; r < records; ++r) {
+      const std::size_t to = r + 1 == records ? n : (r + 1) * (n / records);
+      while (x.in_order.size() < to) {
+        x.in_order.push_back(vclock_stamp());
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+      if (vclock_stamps_export_append(path.c_str()) != 0) {
+        ::unlink(path.c_str());
+        return stamp_file_fixture{};
+      }
+    }
+    x.shuffled = x.in_order;
+    std::shuffle(x.shuffled.begin(), x.shuffled.end(), std::mt19937_64(23));
+    x.path = path;
+    return x;
+  }();
+  return f;
+}
+
+// Each call opens, reads and checks the whole file, then converts: items/s
+// is stamps per second, the file's read included.
+void bm_stamp_convert_file(benchmark::State& state, bool shuffled) {
+  const stamp_file_fixture& f = stamp_file();
+  if (f.path.empty()) {
+    state.SkipWithError("no stamp file: the page has no history to export");
+    return;
+  }
+  const std::vector<vclock_stamp_t>& stamps = shuffled ? f.shuffled : f.in_order;
+  std::vector<std::int64_t> out(stamps.size());
+  for (auto _ : state) {
+    const int r = vclock_stamp_convert_file(f.path.c_str(), CLOCK_MONOTONIC, stamps.data(),
+                                            stamps.size(), out.data());
+    if (r < 0) {
+      state.SkipWithError("the stamp file was refused");
+      return;
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(stamps.size()));
 }
 
 // The one loop every contender runs.
@@ -154,6 +219,10 @@ void register_all() {
   add<stamp_ordered>("vclock_stamp", true);
   add<stamp_relaxed>("vclock_stamp_relaxed", true);
   benchmark::RegisterBenchmark("vclock_stamps_to_ns/MONOTONIC/4096", bm_stamps_to_ns);
+  benchmark::RegisterBenchmark("vclock_stamp_convert_file/MONOTONIC/4096", bm_stamp_convert_file,
+                               false);
+  benchmark::RegisterBenchmark("vclock_stamp_convert_file/MONOTONIC/4096/shuffled",
+                               bm_stamp_convert_file, true);
 }
 
 }  // namespace
@@ -172,5 +241,6 @@ int main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!stamp_file_made.empty()) ::unlink(stamp_file_made.c_str());
   return 0;
 }
