@@ -42,7 +42,27 @@ int check_stamp_records(const unsigned char* bytes, std::size_t n, stamp_records
   }
   out.bytes = bytes;
   out.count = count;
+  index_stamp_records(out);
   return 0;
+}
+
+void index_stamp_records(stamp_records& r) noexcept {
+  r.ordered = false;
+  r.run_count = 0;
+  for (std::size_t i = 0; i < r.count; ++i) {
+    const std::uint64_t epoch = stamp_record_epoch(r, i);
+    if (r.run_count > 0 && r.runs[r.run_count - 1].epoch == epoch) {
+      if (stamp_record_end(r, i) < stamp_record_end(r, i - 1)) return;
+      ++r.runs[r.run_count - 1].count;
+      continue;
+    }
+    for (std::size_t j = 0; j < r.run_count; ++j) {
+      if (r.runs[j].epoch == epoch) return;  // an epoch back again
+    }
+    if (r.run_count == stamp_record_runs_max) return;
+    r.runs[r.run_count++] = stamp_record_run{epoch, i, 1};
+  }
+  r.ordered = true;
 }
 
 std::uint64_t stamp_record_end(const stamp_records& r, std::size_t i) noexcept {
