@@ -5,10 +5,14 @@
 // path writes no shared cache line).
 #include <benchmark/benchmark.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/kernel_clock.h"
@@ -103,7 +107,74 @@ void bm_stamps_to_ns(benchmark::State& state) {
     benchmark::DoNotOptimize(r);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+
+// File conversion: 4096 stamps taken over the span of a stamp file's
+// records, spread over them evenly. The rows' file: 12 records appended
+// over about 2 s (a stamp each 0.5 ms, 341 between two appends); the
+// "many" file: 4096 records appended back to back, a stamp before each
+// (the record choice's own cost, 14.5 MiB read each call). Made once, by
+// the first row that needs it; `path` empty when the page could not
+// export (no history).
+struct stamp_file_fixture {
+  std::string path;
+  std::vector<vclock_stamp_t> in_order;
+  std::vector<vclock_stamp_t> shuffled;  // consecutive stamps jump between records
+};
+
+std::vector<std::string> stamp_files_made;  // to unlink at the end: made only if a row ran
+
+stamp_file_fixture make_bench_stamp_file(std::size_t records, std::chrono::microseconds apart) {
+  constexpr std::size_t n = 4096;
+  stamp_file_fixture x;
+  const std::string path =
+      "/tmp/vclock_bench_stamps_" + std::to_string(::getpid()) + "_" + std::to_string(records);
+  ::unlink(path.c_str());
+  stamp_files_made.push_back(path);
+  for (std::size_t r = 0; r < records; ++r) {
+    const std::size_t to = r + 1 == records ? n : (r + 1) * (n / records);
+    while (x.in_order.size() < to) {
+      x.in_order.push_back(vclock_stamp());
+      if (apart.count() > 0) std::this_thread::sleep_for(apart);
+    }
+    if (vclock_stamps_export_append(path.c_str()) != 0) return stamp_file_fixture{};
+  }
+  x.shuffled = x.in_order;
+  std::shuffle(x.shuffled.begin(), x.shuffled.end(), std::mt19937_64(23));
+  x.path = path;
+  return x;
+}
+
+const stamp_file_fixture& stamp_file(bool many) {
+  if (many) {
+    static const stamp_file_fixture f = make_bench_stamp_file(4096, std::chrono::microseconds(0));
+    return f;
+  }
+  static const stamp_file_fixture f = make_bench_stamp_file(12, std::chrono::microseconds(500));
+  return f;
+}
+
+// Each call opens, reads and checks the whole file, then converts: items/s
+// is stamps per second, the file's read included.
+void bm_stamp_convert_file(benchmark::State& state, bool shuffled, bool many) {
+  const stamp_file_fixture& f = stamp_file(many);
+  if (f.path.empty()) {
+    state.SkipWithError("no stamp file: the page has no history to export");
+    return;
+  }
+  const std::vector<vclock_stamp_t>& stamps = shuffled ? f.shuffled : f.in_order;
+  std::vector<std::int64_t> out(stamps.size());
+  for (auto _ : state) {
+    const int r = vclock_stamp_convert_file(f.path.c_str(), CLOCK_MONOTONIC, stamps.data(),
+                                            stamps.size(), out.data());
+    if (r < 0) {
+      state.SkipWithError("the stamp file was refused");
+      return;
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(stamps.size()));
 }
 
 // The one loop every contender runs.
@@ -154,6 +225,12 @@ void register_all() {
   add<stamp_ordered>("vclock_stamp", true);
   add<stamp_relaxed>("vclock_stamp_relaxed", true);
   benchmark::RegisterBenchmark("vclock_stamps_to_ns/MONOTONIC/4096", bm_stamps_to_ns);
+  benchmark::RegisterBenchmark("vclock_stamp_convert_file/MONOTONIC/4096", bm_stamp_convert_file,
+                               false, false);
+  benchmark::RegisterBenchmark("vclock_stamp_convert_file/MONOTONIC/4096/shuffled",
+                               bm_stamp_convert_file, true, false);
+  benchmark::RegisterBenchmark("vclock_stamp_convert_file/MONOTONIC/4096/shuffled/4096_records",
+                               bm_stamp_convert_file, true, true);
 }
 
 }  // namespace
@@ -172,5 +249,6 @@ int main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  for (const std::string& path : stamp_files_made) ::unlink(path.c_str());
   return 0;
 }

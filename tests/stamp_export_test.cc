@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include "lib/stamp_convert.h"
 #include "lib/stamp_file.h"
 #include "lib/stamp_records.h"
+#include "lib/stamp_span.h"
 #include "lib/timekeeper.h"
 #include "support/emulation.h"
 #include "support/page_mode.h"
@@ -753,7 +755,8 @@ int run_convert(const std::string& file, const char* clock, const std::string& i
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// What the command prints for a stamp, from the conversion's status.
+#endif  // VCLOCK_CLI_PATH
+
 // ---- Files of several records (vclock_stamps_export_append): a span.
 
 // Appended every 0.5 s over 3 s, the records convert every stamp taken
@@ -981,6 +984,141 @@ TEST(StampSpan, RecordLimitAndAppendErrors) {
   ::unlink(path.c_str());
 }
 
+// The record for a stamp, searched (records of each epoch in one run, ends
+// not decreasing) or walked (any other file): the same window, field for
+// field, for stamps at, around and between the ends, of each epoch and of
+// none; files that break the order (an end going back, an epoch back
+// again, more runs than are kept) are walked.
+TEST(StampSpan, SearchedRecordIsTheWalkedOne) {
+  ASSERT_NE(sim_history(), nullptr);
+  std::mt19937_64 rng(23);
+  struct layout {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> records;  // epoch, end
+    bool ordered;
+  };
+  std::vector<layout> layouts;
+  for (int t = 0; t < 40; ++t) {
+    layout l{{}, true};
+    const std::size_t runs = 1 + rng() % 3;
+    for (std::size_t run = 0; run < runs; ++run) {
+      std::uint64_t end = 1000 + rng() % 1000;
+      for (std::size_t i = 0, n = 1 + rng() % 20; i < n; ++i) {
+        l.records.emplace_back(100 + run, end);
+        end += rng() % 3 == 0 ? 0 : rng() % 500;  // equal ends too
+      }
+    }
+    layouts.push_back(l);
+  }
+  layouts.push_back({{{7, 10}, {7, 30}, {7, 20}}, false});  // an end going back
+  layouts.push_back({{{7, 10}, {8, 30}, {7, 40}}, false});  // an epoch back again
+  layouts.push_back({{{1, 5}, {2, 5}, {3, 5}, {4, 5}, {5, 5}, {6, 5}, {7, 5}, {8, 5}}, true});
+  layouts.push_back(
+      {{{1, 5}, {2, 5}, {3, 5}, {4, 5}, {5, 5}, {6, 5}, {7, 5}, {8, 5}, {9, 5}}, false});
+  std::size_t compared = 0;
+  for (std::size_t li = 0; li < layouts.size(); ++li) {
+    const layout& l = layouts[li];
+    std::vector<unsigned char> bytes;
+    for (const auto& [epoch, end] : l.records) {
+      detail::history_snapshot one = sim_history()->s;
+      one.h.header.epoch = epoch;
+      one.known_until = end;
+      file_bytes b{};
+      detail::make_stamp_file(
+          one, *reinterpret_cast<unsigned char(*)[detail::stamp_file_bytes]>(b.data()));
+      bytes.insert(bytes.end(), b.begin(), b.end());
+    }
+    detail::stamp_records searched{};
+    searched.bytes = bytes.data();
+    searched.count = l.records.size();
+    detail::index_stamp_records(searched);
+    ASSERT_EQ(searched.ordered, l.ordered) << "layout " << li;
+    detail::stamp_records walked = searched;
+    walked.ordered = false;
+    std::vector<vclock_stamp_t> stamps;
+    for (const auto& [epoch, end] : l.records) {
+      for (const std::uint64_t c : {end - 1, end, end + 1}) stamps.push_back({c, epoch});
+    }
+    stamps.push_back({0, l.records.front().first});
+    stamps.push_back({~std::uint64_t{0}, l.records.back().first});
+    stamps.push_back({1500, 99});  // an epoch no record has
+    for (const vclock_stamp_t& st : stamps) {
+      const detail::stamp_record_window a = detail::choose_stamp_record(searched, st);
+      const detail::stamp_record_window b = detail::choose_stamp_record(walked, st);
+      const auto where = [&] {
+        return "layout " + std::to_string(li) + " stamp " + std::to_string(st.counter) + "/" +
+               std::to_string(st.epoch);
+      };
+      EXPECT_EQ(a.index, b.index) << where();
+      EXPECT_EQ(a.epoch, b.epoch) << where();
+      EXPECT_EQ(a.any_counter, b.any_counter) << where();
+      EXPECT_EQ(a.has_lo, b.has_lo) << where();
+      EXPECT_EQ(a.lo, b.lo) << where();
+      EXPECT_EQ(a.hi, b.hi) << where();
+      ++compared;
+    }
+  }
+  std::printf("%zu stamps compared over %zu files\n", compared, layouts.size());
+}
+
+// Another process truncating the file while a conversion reads it (and
+// writing it back, over and over, for 1 s): the conversion reads a copy,
+// so it never faults (a mapping of the file raised SIGBUS at its first
+// touch past the new end) and gives the whole file's values, or -EBADMSG
+// where it read less than one record (every shorter read of these bytes
+// holds whole records of the file and a part that begins as one: they
+// convert the same, the records being alike).
+TEST(StampSpan, ATruncatedFileNeverFaults) {
+  ASSERT_NE(sim_history(), nullptr);
+  const std::string path = temp_path("span_truncated");
+  const std::vector<unsigned char> good = records_of(16);
+  write_bytes(path, good);
+  const auto [r_whole, ns_whole] = convert_sim(path);
+  ASSERT_NE(r_whole, -EBADMSG);  // -ESTALE: two stamps of other epochs
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::atomic<bool> stop{false};
+  std::atomic<long> cuts{0};
+  std::thread truncator([&] {
+    std::mt19937_64 rng(23);
+    while (!stop.load(std::memory_order_relaxed)) {
+      const std::size_t at = rng() % good.size();
+      if (::ftruncate(fd, static_cast<off_t>(at)) != 0) break;
+      std::size_t done = at;
+      while (done < good.size()) {
+        const ssize_t w =
+            ::pwrite(fd, good.data() + done, good.size() - done, static_cast<off_t>(done));
+        if (w <= 0) break;
+        done += static_cast<std::size_t>(w);
+      }
+      cuts.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  std::size_t whole = 0;
+  std::size_t refused = 0;
+  std::size_t other = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1000)) {
+    const auto [r, ns] = convert_sim(path);
+    if (r == -EBADMSG) {
+      ++refused;
+    } else if (r == r_whole && ns == ns_whole) {
+      ++whole;
+    } else {
+      ++other;
+    }
+  }
+  stop.store(true);
+  truncator.join();
+  ::close(fd);
+  std::printf("%zu conversions whole, %zu refused, %zu other; %ld truncations\n", whole, refused,
+              other, cuts.load());
+  EXPECT_EQ(other, 0u);
+  EXPECT_GT(cuts.load(), 0);
+  ::unlink(path.c_str());
+}
+
+#if defined(VCLOCK_CLI_PATH)
+// What the command prints for a stamp, from the conversion's status.
 std::string expected_line(int status, std::int64_t ns) {
   if (status == -ESTALE) return "- stale";
   if (status < 0) return "- nodata";

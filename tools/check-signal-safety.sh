@@ -158,6 +158,7 @@ ALLOWED = {
     "gettid": "glibc: one system call",
     "mmap": "glibc: one system call (not on the POSIX list)",
     "munmap": "glibc: one system call (not on the POSIX list)",
+    "pread": "glibc: one system call, as read (not on the POSIX list; the stamp file's copy)",
     "syscall": "glibc: the raw system call and errno; futex(2) wakes go through it",
     # errno is thread-local; its address is the thread pointer plus a constant.
     "__errno_location": "errno's address (thread-local, no lock)",

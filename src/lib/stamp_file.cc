@@ -156,10 +156,16 @@ int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot
       fh.reserved != 0) {
     return -EBADMSG;
   }
+  unpack_stamp_file(bytes, s);
+  return keeps_invariants(s.h);
+}
+
+void unpack_stamp_file(const unsigned char* bytes, history_snapshot& s) noexcept {
+  stamp_file_header fh{};
+  std::memcpy(&fh, bytes, sizeof fh);
   std::memcpy(&s.h, bytes + sizeof fh, sizeof s.h);
   s.open = (fh.flags & stamp_file_open) != 0;
   s.known_until = fh.end_counter;
-  return keeps_invariants(s.h);
 }
 
 int write_stamp_file(const char* path, const history_snapshot& s) noexcept {
@@ -211,7 +217,7 @@ int append_stamp_file(const char* path, const history_snapshot& s) noexcept {
 }
 
 stamp_file_map::~stamp_file_map() {
-  if (bytes_ != nullptr) ::munmap(const_cast<unsigned char*>(bytes_), size_);
+  if (bytes_ != nullptr) ::munmap(bytes_, size_);
 }
 
 int stamp_file_map::open(const char* path) noexcept {
@@ -221,16 +227,33 @@ int stamp_file_map::open(const char* path) noexcept {
   if (::fstat(fd, &st) != 0) return close_keeping(fd, -errno);
   if (S_ISDIR(st.st_mode)) return close_keeping(fd, -EISDIR);  // as read(2) says
   const auto size = static_cast<std::size_t>(st.st_size);
-  // Counted before the mapping: a file too long is refused unread.
+  // Counted before the copy: a file too long is refused unread.
   if (size / stamp_file_bytes > stamp_file_max_records) return close_keeping(fd, -EFBIG);
   if (size < stamp_file_bytes) return close_keeping(fd, -EBADMSG);
-  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  // A copy, not a mapping of the file: a mapping's pages past a file
+  // truncated meanwhile raise SIGBUS when touched, and its other pages
+  // change under the checks when the file is rewritten. Anonymous memory
+  // (not the heap: no malloc in the library, README's signal safety),
+  // filled with pread and owned until the destructor.
+  void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return close_keeping(fd, -errno);
-  bytes_ = static_cast<const unsigned char*>(m);
+  bytes_ = static_cast<unsigned char*>(m);
   size_ = size;
+  // A file that shrank since fstat reads short: its bytes are the file,
+  // as if it had been that long (a torn last record is left out, no
+  // whole record is -EBADMSG: check_stamp_records). One that grew is read
+  // to the length fstat gave: the records after it are not read.
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t r = ::pread(fd, bytes_ + got, size - got, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return close_keeping(fd, -errno);
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
   const int err = close_keeping(fd, 0);
   if (err != 0) return err;
-  return check_stamp_records(bytes_, size_, records_);
+  return check_stamp_records(bytes_, got, records_);
 }
 
 }  // namespace vclock::detail

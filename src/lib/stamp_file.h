@@ -49,6 +49,11 @@ void make_stamp_file(const history_snapshot& s, unsigned char (&out)[stamp_file_
 // intact stamp file whose history keeps page.h's invariants.
 int parse_stamp_file(const unsigned char* bytes, std::size_t n, history_snapshot& s) noexcept;
 
+// The snapshot in the stamp_file_bytes at `bytes`, copied and not checked:
+// only for bytes parse_stamp_file accepted and nobody has written since
+// (a record of stamp_file_map's own copy).
+void unpack_stamp_file(const unsigned char* bytes, history_snapshot& s) noexcept;
+
 // The same through a file: 0 or -errno (parse_stamp_file's, or the I/O's).
 // read_stamp_file reads a file of one record, through stamp_file_map (so
 // as every conversion reads it); a file of several is -EBADMSG.
@@ -61,9 +66,12 @@ int read_stamp_file(const char* path, history_snapshot& s) noexcept;
 // One appender at a time: two would write over each other's record.
 int append_stamp_file(const char* path, const history_snapshot& s) noexcept;
 
-// A stamp file of one or more records, mapped (not read into the heap)
-// and checked (check_stamp_records): open() 0 or -errno, -EFBIG before
-// mapping a file of too many records.
+// A stamp file of one or more records, read into memory of its own (an
+// anonymous mapping, not the heap; never the file mapped: one truncated
+// meanwhile would raise SIGBUS) and checked (check_stamp_records): open()
+// 0 or -errno, -EFBIG before reading a file of too many records. A file
+// that shrank while it was read is converted as the bytes read: what
+// check_stamp_records says of a file of that length.
 class stamp_file_map {
  public:
   stamp_file_map() noexcept = default;
@@ -74,7 +82,7 @@ class stamp_file_map {
   const stamp_records& records() const noexcept { return records_; }
 
  private:
-  const unsigned char* bytes_ = nullptr;
+  unsigned char* bytes_ = nullptr;
   std::size_t size_ = 0;
   stamp_records records_;
 };

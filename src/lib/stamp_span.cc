@@ -8,7 +8,51 @@
 
 namespace vclock::detail {
 
+namespace {
+
+// choose_stamp_record's answer where the records are ordered: in the run
+// of the stamp's epoch, the first record that ended at or after it (a
+// lower bound), the one before it bounding the window below.
+stamp_record_window search_stamp_record(const stamp_records& r, const vclock_stamp_t& st) noexcept {
+  stamp_record_window w;
+  w.epoch = st.epoch;
+  const stamp_record_run* run = nullptr;
+  for (std::size_t j = 0; j < r.run_count; ++j) {
+    if (r.runs[j].epoch == st.epoch) run = &r.runs[j];
+  }
+  if (run == nullptr) {  // as the walk: the newest record refuses it
+    w.any_counter = true;
+    w.index = r.count - 1;
+    return w;
+  }
+  std::size_t lo = run->first;
+  std::size_t hi = run->first + run->count;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (stamp_record_end(r, mid) < st.counter) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo > run->first) {
+    w.has_lo = true;
+    w.lo = stamp_record_end(r, lo - 1);
+  }
+  if (lo == run->first + run->count) {  // after every record of its epoch
+    w.hi = ~std::uint64_t{0};
+    w.index = lo - 1;
+    return w;
+  }
+  w.hi = stamp_record_end(r, lo);
+  w.index = lo;
+  return w;
+}
+
+}  // namespace
+
 stamp_record_window choose_stamp_record(const stamp_records& r, const vclock_stamp_t& st) noexcept {
+  if (r.ordered) return search_stamp_record(r, st);
   stamp_record_window w;
   w.epoch = st.epoch;
   bool seen = false;

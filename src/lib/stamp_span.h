@@ -31,7 +31,9 @@ struct stamp_record_window {
   }
 };
 
-// The record for `st` and the stamps it converts alike (`r` not empty).
+// The record for `st` and the stamps it converts alike (`r` not empty): a
+// binary search in the run of its epoch where r.ordered, else a walk over
+// every record; the same answer either way.
 stamp_record_window choose_stamp_record(const stamp_records& r, const vclock_stamp_t& st) noexcept;
 
 // Converts stamps against checked records, run by run: the stamps that
