@@ -169,6 +169,27 @@ else
   skip "exec_probe: no static probe, or it did not build"
 fi
 
+# A `vclock run` inside another's command: the inner one cannot have an exec listener of its own
+# (the outer's filter has one) and follows its command as a tracer that stays attached; the
+# outer tracer leaves those execs to it, silently. The probe, from a shell of the inner command,
+# has the inner namespace's clocks: MONOTONIC +1h, REALTIME the host's.
+if [[ ${#probes[@]} -gt 0 ]]; then
+  p=${probes[0]}
+  before=$("$work/$p")
+  out=$("$vclock" run --realtime +1d -- "$vclock" run --monotonic +1h -- sh -c "'$work/$p'" \
+    2>"$work/nested.err")
+  after=$("$work/$p")
+  in_bracket "nested vclock run: the inner --monotonic +1h" "$(field "$out" monotonic)" \
+    $(($(field "$before" monotonic) + hour)) $(($(field "$after" monotonic) + hour))
+  in_bracket "nested vclock run: realtime the host's" "$(field "$out" realtime)" \
+    "$(field "$before" realtime)" "$(field "$after" realtime)"
+  if [[ -s $work/nested.err ]]; then
+    fail "nested vclock run: said '$(cat "$work/nested.err")'"
+  else
+    pass "nested vclock run: nothing said"
+  fi
+fi
+
 # Go: its runtime calls the vDSO itself.
 if command -v go >/dev/null; then
   if build_go_probe; then

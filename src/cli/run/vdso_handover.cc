@@ -196,6 +196,10 @@ std::string exec_path(const exec_notice& notice) {
 // between execs) is a program that may not be reached. Another `vclock
 // run`'s tracer reaches it itself.
 void report_unreached(const exec_notice& notice, const std::string& path, int error) {
+  // Only a program that is there: execvp tries each directory of PATH.
+  const std::string seen_from_here =
+      path.starts_with('/') ? path : "/proc/" + std::to_string(notice.tid) + "/cwd/" + path;
+  if (access(seen_from_here.c_str(), F_OK) != 0) return;
   if (const long other = tracer_of(notice.tid); other != 0) {
     std::ifstream comm("/proc/" + std::to_string(other) + "/comm");
     std::string name;
