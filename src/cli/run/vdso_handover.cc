@@ -351,6 +351,10 @@ bool may_attach_to_any_descendant() {
                               const handover_options& options) {
   setsid();
   prctl(PR_SET_NAME, tracer_name, 0, 0, 0);
+  // Under the exec filter the tree's execs fail once this process is gone:
+  // a casual kill, or a message written to a stderr whose reader has gone,
+  // must not end it (SIGKILL still does: docs/vdso.md).
+  for (const int ignored : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE}) signal(ignored, SIG_IGN);
   const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     dup2(null, STDIN_FILENO);
