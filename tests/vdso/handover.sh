@@ -523,6 +523,27 @@ else
   skip "setuid: needs root and setpriv"
 fi
 
+# --- another user: the filter under no_new_privs ------------------------------------------
+# Without CAP_SYS_ADMIN `vclock run` sets no_new_privs for its exec filter (docs/vdso.md): a
+# shell of the command says NoNewPrivs 1, and the probe it execs still gets the image.
+if [[ ${#probes[@]} -gt 0 && $(id -u) -eq 0 ]] && command -v setpriv >/dev/null &&
+  setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$vclock" 2>/dev/null; then
+  before=$(date +%s%N)
+  # shellcheck disable=SC2016 # the inner shell expands them
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$vclock" run --realtime +1d -- \
+    sh -c 'grep NoNewPrivs /proc/self/status; exec "$0"' "$work/${probes[0]}")
+  after=$(date +%s%N)
+  in_bracket "uid 65534: --realtime +1d" "$(field "$out" realtime)" \
+    $((before + day)) $((after + day))
+  if [[ $(awk '/^NoNewPrivs:/ { print $2 }' <<<"$out") == 1 ]]; then
+    pass "uid 65534: the command runs with no_new_privs (the exec filter's condition)"
+  else
+    fail "uid 65534: no_new_privs not set: '$out'"
+  fi
+else
+  skip "another user: needs root, setpriv, and $vclock reachable by uid 65534"
+fi
+
 # --- vclock status --pid: on the image ----------------------------------------------------
 if [[ ${#probes[@]} -gt 0 ]]; then
   p=${probes[0]}
