@@ -497,6 +497,45 @@ else
   skip "strace: not here, or no static probe"
 fi
 
+# A tracer that attaches between execs (`strace -p` on the command's shell while it waits on a
+# fifo): the exec it holds cannot be reached, and the handover says so, naming the program,
+# which runs on the host's time.
+if [[ ${#probes[@]} -gt 0 ]] && command -v strace >/dev/null; then
+  p=${probes[0]}
+  fifo=$work/late.fifo
+  rm -f "$fifo" && mkfifo "$fifo"
+  # shellcheck disable=SC2016 # the inner shell expands them
+  "$vclock" run --realtime +1d -- sh -c 'read -r _ <"$0" && exec "$1"' "$fifo" "$work/$p" \
+    >"$work/late.out" 2>"$work/late.err" &
+  pid=$!
+  bg_pids+=("$pid")
+  late_tracer=
+  if wait_for shell_waits "$pid" "$(readlink -f "$vclock")"; then
+    strace -p "$pid" -o /dev/null 2>/dev/null &
+    late_tracer=$!
+    bg_pids+=("$late_tracer")
+  fi
+  traced_by_it() { [[ $(awk '/^TracerPid:/ { print $2 }' "/proc/$pid/status") == "$late_tracer" ]]; }
+  if [[ -n $late_tracer ]] && wait_for traced_by_it; then
+    before=$(date +%s%N)
+    echo >"$fifo"
+    wait "$pid"
+    after=$(date +%s%N)
+    in_bracket "strace -p between execs: the host's time" \
+      "$(field "$(cat "$work/late.out")" realtime)" "$before" "$after"
+    if grep -q "$work/$p (pid $pid): not given the vclock vDSO: it is already traced" \
+      "$work/late.err"; then
+      pass "strace -p between execs: said so: $(cat "$work/late.err")"
+    else
+      fail "strace -p between execs: stderr '$(cat "$work/late.err")'"
+    fi
+  else
+    skip "strace -p between execs: the shell's wait or the attach was not seen"
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  wait "$late_tracer" 2>/dev/null
+fi
+
 # --- setuid: never the image --------------------------------------------------------------
 # Root running a setuid-root program is not in secure execution (AT_SECURE 0: its ids do not
 # change): the program is run by another uid (setpriv), so that the kernel really gives it

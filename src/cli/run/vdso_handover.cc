@@ -180,15 +180,13 @@ bool on_exec(pid_t pid, const handover_options& options) {
   }
 }
 
-// The path an exec was asked to run, read from the calling thread (its
-// pid where it cannot be read).
+// The path an exec was asked to run, read from the calling thread ("" where
+// it cannot be read).
 std::string exec_path(const exec_notice& notice) {
   char path[256] = {};
   iovec local{path, sizeof(path) - 1};
   iovec remote{reinterpret_cast<void*>(notice.filename), sizeof(path) - 1};
-  if (process_vm_readv(notice.tid, &local, 1, &remote, 1, 0) <= 0 || path[0] == '\0') {
-    return "pid " + std::to_string(notice.tid);
-  }
+  if (process_vm_readv(notice.tid, &local, 1, &remote, 1, 0) <= 0) return "";
   return path;
 }
 
@@ -199,7 +197,7 @@ void report_unreached(const exec_notice& notice, const std::string& path, int er
   // Only a program that is there: execvp tries each directory of PATH.
   const std::string seen_from_here =
       path.starts_with('/') ? path : "/proc/" + std::to_string(notice.tid) + "/cwd/" + path;
-  if (access(seen_from_here.c_str(), F_OK) != 0) return;
+  if (!path.empty() && access(seen_from_here.c_str(), F_OK) != 0) return;
   if (const long other = tracer_of(notice.tid); other != 0) {
     std::ifstream comm("/proc/" + std::to_string(other) + "/comm");
     std::string name;
@@ -208,7 +206,7 @@ void report_unreached(const exec_notice& notice, const std::string& path, int er
   std::fprintf(stderr,
                "vclock run: %s (pid %d): not given the vclock vDSO: %s; a static or Go program "
                "reads the host's time\n",
-               path.c_str(), static_cast<int>(notice.tid),
+               path.empty() ? "a program" : path.c_str(), static_cast<int>(notice.tid),
                refusal_reason(error, notice.tid).c_str());
 }
 
