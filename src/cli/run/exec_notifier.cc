@@ -43,7 +43,8 @@ bool kernel_is_recent_enough() {
 
 }  // namespace
 
-int install_exec_filter(std::string& why) {
+int install_exec_filter(bool& killable_wait, std::string& why) {
+  killable_wait = false;
   const std::span<const exec_syscall> calls = exec_syscalls();
   if (calls.empty()) {
     why = "no exec filter on this architecture";
@@ -67,14 +68,23 @@ int install_exec_filter(std::string& why) {
   code.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   code.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
   sock_fprog program{static_cast<unsigned short>(code.size()), code.data()};
-  int fd = seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &program);
+  const auto install = [&program, &killable_wait] {
+    killable_wait = true;
+    int fd = seccomp(SECCOMP_SET_MODE_FILTER,
+                     SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+                     &program);
+    if (fd < 0 && errno == EINVAL) {  // before Linux 5.19
+      killable_wait = false;
+      fd = seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &program);
+    }
+    return fd;
+  };
+  int fd = install();
   if (fd < 0 && errno == EACCES) {
     // No CAP_SYS_ADMIN: the kernel takes a filter only from a process that
     // can gain no privilege by exec (a setuid program then runs with the
     // caller's, as it does under any tracer that is not root).
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) {
-      fd = seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &program);
-    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) fd = install();
   }
   if (fd < 0) {
     why = errno == EBUSY ? "another exec listener is in place (a vclock run inside another?)"

@@ -19,9 +19,13 @@ namespace vclock::cli {
 // (seccomp user notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE and a
 // listener that hangs up when the last process leaves: Linux 5.8, which
 // `why` names), or where a filter with a listener is already in place (a
-// `vclock run` inside another). Without CAP_SYS_ADMIN it sets
-// PR_SET_NO_NEW_PRIVS first, as the kernel requires.
-int install_exec_filter(std::string& why);
+// `vclock run` inside another). Refused for want of CAP_SYS_ADMIN, it sets
+// PR_SET_NO_NEW_PRIVS, as the kernel then requires, and tries again.
+// `killable_wait`: the kernel keeps an exec that the listener has received
+// waiting for its answer through any signal but a fatal one
+// (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, Linux 5.19), so that the tracer
+// may ask for a stop before it answers.
+int install_exec_filter(bool& killable_wait, std::string& why);
 
 // One exec waiting for the tracer's answer.
 struct exec_notice {

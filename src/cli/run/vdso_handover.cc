@@ -211,15 +211,14 @@ void report_unreached(const exec_notice& notice, const std::string& path, int er
 }
 
 // One exec, from the thread's answer to its end: the first stop of the
-// thread decides. PTRACE_INTERRUPT (asked once the exec was let go) makes
-// sure there is one: a successful exec stops at PTRACE_EVENT_EXEC first
-// (any stop clears the pending interrupt, and an interrupt asked after it
-// is taken by the install's own resumes, which run through such stops); an
-// exec that failed (execvp trying each directory of PATH) or was
-// interrupted stops as it returns, before the program runs on, and is let
-// go there, a signal stopped on passed on. No thread stays attached
-// between execs, and the tracer waits on one thread at a time (the other
-// execs of the tree wait in the kernel meanwhile).
+// thread decides. PTRACE_INTERRUPT makes sure there is one: a successful
+// exec stops at PTRACE_EVENT_EXEC first (any stop clears the pending
+// interrupt, and an interrupt asked after it is taken by the install's own
+// resumes, which run through such stops); an exec that failed (execvp
+// trying each directory of PATH) or was interrupted stops as it returns,
+// and is let go there, a signal stopped on passed on. No thread stays
+// attached between execs, and the tracer waits on one thread at a time
+// (the other execs of the tree wait in the kernel meanwhile).
 void see_exec_through(const handover_options& options) {
   for (;;) {
     int status = 0;
@@ -240,7 +239,8 @@ void see_exec_through(const handover_options& options) {
 
 // Each exec of the tree, as the filter tells it, until no process is left
 // under the filter.
-[[noreturn]] void serve_execs(int listener_fd, const handover_options& options) {
+[[noreturn]] void serve_execs(int listener_fd, bool killable_wait,
+                              const handover_options& options) {
   exec_listener listener(listener_fd);
   exec_notice notice;
   while (listener.wait(notice)) {
@@ -250,10 +250,15 @@ void see_exec_through(const handover_options& options) {
       if (listener.let_go(notice) && error != ESRCH) report_unreached(notice, path, error);
       continue;
     }
-    // Answered or not (a signal may have interrupted the wait: the exec is
-    // restarted, and told again), the thread is attached: see it through.
+    // The stop asked for before the answer where the wait is killable (a
+    // failed exec then stops before its next instruction); after it
+    // otherwise, or the request would end the wait (a failed exec may then
+    // run a few instructions attached). Answered or not (a signal may have
+    // interrupted the wait: the exec is restarted, and told again), the
+    // thread is attached: see it through.
+    if (killable_wait) ptrace(PTRACE_INTERRUPT, notice.tid, nullptr, nullptr);
     listener.let_go(notice);
-    ptrace(PTRACE_INTERRUPT, notice.tid, nullptr, nullptr);
+    if (!killable_wait) ptrace(PTRACE_INTERRUPT, notice.tid, nullptr, nullptr);
     see_exec_through(options);
   }
   _exit(0);
@@ -377,7 +382,7 @@ bool may_attach_to_any_descendant() {
   close(from_tracer);
   close(to_tracer);
   if (attached == 0) _exit(1);
-  if (listener >= 0) serve_execs(listener, options);
+  if (listener >= 0) serve_execs(listener, mode == 2, options);
   trace(options);
 }
 
@@ -449,14 +454,19 @@ bool start_handover(const handover_options& options, std::string& reason) {
     reason = refusal_reason(result, target);
     return false;
   }
-  // Attached: now the exec filter, installed here after the tracer was
-  // forked (a process under the filter would keep its listener from ever
-  // hanging up). Without it (an old kernel, Yama, a listener already in
-  // place), the tracer stays attached and follows the tree.
+  // The attach worked: now the exec filter, installed here after the
+  // tracer was forked (a process under the filter would keep its listener
+  // from ever hanging up). Without it (an old kernel, Yama, a listener
+  // already in place: `no_filter` says which, for a debugger), the tracer
+  // attaches again and follows the tree, as it did before the filter. A
+  // tracer lost after the filter went in leaves this process's execs
+  // failing (ENOSYS): the command's exec then says so.
   std::string no_filter;
-  const int listener = may_attach_to_any_descendant() ? install_exec_filter(no_filter) : -1;
+  bool killable_wait = false;
+  const int listener =
+      may_attach_to_any_descendant() ? install_exec_filter(killable_wait, no_filter) : -1;
   char attached = 0;
-  const bool switched = send_with_fd(to_tracer[1], 1, listener) &&
+  const bool switched = send_with_fd(to_tracer[1], killable_wait ? 2 : 1, listener) &&
                         read_all(from_tracer[0], &attached, 1) && attached == 1;
   if (listener >= 0) close(listener);
   close(to_tracer[1]);
