@@ -148,7 +148,8 @@ else
 fi
 
 # Execs reached in less usual ways (exec_probe.c): from a second thread, from a vfork child, by
-# posix_spawn, and after an exec that failed (the process left untraced, its signal caught).
+# posix_spawn, and after an exec that failed (the process untraced right after it, its own
+# signal caught).
 if [[ ${#probes[@]} -gt 0 ]] && "$cc" -O2 -pthread -o "$work/exec_probe" "$here/exec_probe.c" \
   2>"$work/cc.err"; then
   for how in thread vfork spawn failed; do
@@ -157,14 +158,22 @@ if [[ ${#probes[@]} -gt 0 ]] && "$cc" -O2 -pthread -o "$work/exec_probe" "$here/
     after=$(date +%s%N)
     in_bracket "exec_probe $how: --realtime +1d" "$(field "$out" realtime)" \
       $((before + day)) $((after + day))
-    if [[ $how == failed ]]; then
-      if [[ $(field "$out" tracer) == 0 && $(field "$out" caught) == 10 ]]; then
-        pass "exec_probe failed: untraced after its failed exec, its SIGUSR1 caught"
-      else
-        fail "exec_probe failed: '$out'"
-      fi
+  done
+  # Untraced from the instruction after a failed exec: 40 runs (a tracer that detached only
+  # later, at the thread's next stop, was seen here in about one run in 20).
+  seen=0
+  for _ in $(seq 40); do
+    out=$(timeout 20 "$vclock" run -- "$work/exec_probe" failed "$work/${probes[0]}")
+    if [[ $(field "$out" tracer) != 0 || $(field "$out" caught) != 10 ]]; then
+      seen=$((seen + 1))
+      last=$out
     fi
   done
+  if ((seen == 0)); then
+    pass "exec_probe failed, 40 runs: untraced right after the failed exec, its SIGUSR1 caught"
+  else
+    fail "exec_probe failed: $seen of 40 runs still traced or lost the signal: '$last'"
+  fi
 else
   skip "exec_probe: no static probe, or it did not build"
 fi
