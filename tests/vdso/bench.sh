@@ -7,7 +7,9 @@
 #     preempts them with SIGURG): its wall time, fastest of N;
 #   - start-up: `vclock run -- busybox true` against `busybox true`, median of 20, with a
 #     vclockd serving (VCLOCK_PAGE: the test's own, started and stopped by pid) and without
-#     (each `vclock run` starts a private one and waits for its READY).
+#     (each `vclock run` starts a private one and waits for its READY);
+#   - execs: a shell running `busybox true` 100 times, plain and under `vclock run`, median of 20
+#     (each exec waits for the tracer).
 # Prints the machine (CPU, clocksource) and the load before each row. Not a ctest: a figure.
 #   usage: bench.sh VCLOCK [N]      (N: runs per side, default 7)
 set -uo pipefail
@@ -109,6 +111,15 @@ if [[ -n $busybox ]] && ! file -L "$busybox" 2>/dev/null | grep -q 'dynamically 
     nohand=$(VCLOCK_PAGE=$work/daemon/page median_ms "$vclock" run --no-vdso -- "$busybox" true)
     echo "start-up, vclockd serving: busybox true $plain ms, vclock run -- busybox true" \
       "$served ms, with --no-vdso $nohand ms (median of 20; $(load))"
+    # Each exec waits for the tracer: 100 of them from one shell, the whole loop's wall time.
+    # shellcheck disable=SC2016 # the inner shell expands them
+    loop='i=0; while [ $i -lt 100 ]; do "$0" true; i=$((i + 1)); done'
+    plain=$(median_ms sh -c "$loop" "$busybox")
+    served=$(VCLOCK_PAGE=$work/daemon/page median_ms "$vclock" run -- sh -c "$loop" "$busybox")
+    nohand=$(VCLOCK_PAGE=$work/daemon/page median_ms "$vclock" run --no-vdso -- sh -c "$loop" \
+      "$busybox")
+    echo "100 execs of busybox true from one shell, vclockd serving: plain $plain ms, under" \
+      "vclock run $served ms, with --no-vdso $nohand ms (median of 20; $(load))"
   else
     echo "start-up with vclockd: its page not ready in 10 s"
   fi

@@ -9,12 +9,26 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 
 namespace vclock::cli {
 
 // False where this build cannot make calls in a tracee (no arch file yet).
 bool can_inject_into_tracee() noexcept;
+
+// A system call that executes a program, as a seccomp filter sees it: its
+// AUDIT_ARCH_* and number, and whether its path is the second argument
+// (execveat) rather than the first.
+struct exec_syscall {
+  std::uint32_t arch;
+  std::uint32_t nr;
+  bool path_second;
+};
+// Every such call in each ABI a process of this architecture may call it
+// from (exec_notifier.h: an exec the filter missed would be a program not
+// reached). Empty where there is no handover.
+std::span<const exec_syscall> exec_syscalls() noexcept;
 
 // One session of injected calls in a tracee that the caller has stopped at
 // PTRACE_EVENT_EXEC (before its first instruction). begin() saves its

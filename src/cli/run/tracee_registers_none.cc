@@ -6,6 +6,8 @@ namespace vclock::cli {
 
 bool can_inject_into_tracee() noexcept { return false; }
 
+std::span<const exec_syscall> exec_syscalls() noexcept { return {}; }
+
 bool tracee_calls::begin(pid_t /*pid*/, std::string& error) {
   error = "no vDSO handover on this architecture";
   return false;

@@ -17,6 +17,7 @@
 // count dropped). So begin() blocks them in the tracee (PTRACE_SETSIGMASK)
 // and they wait in the kernel, as sent, until finish() restores the mask.
 // SIGTRAP stays as the program had it: the stub's int3 forces it anyway.
+#include <linux/audit.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -60,6 +61,16 @@ bool poke(pid_t pid, std::uint64_t address, std::uint64_t word, std::string& err
 }  // namespace
 
 bool can_inject_into_tracee() noexcept { return true; }
+
+std::span<const exec_syscall> exec_syscalls() noexcept {
+  constexpr std::uint32_t x32 = 0x40000000;  // __X32_SYSCALL_BIT
+  static constexpr exec_syscall calls[] = {
+      {AUDIT_ARCH_X86_64, SYS_execve, false}, {AUDIT_ARCH_X86_64, SYS_execveat, true},
+      {AUDIT_ARCH_X86_64, x32 | 520, false},  {AUDIT_ARCH_X86_64, x32 | 545, true},
+      {AUDIT_ARCH_I386, 11, false},           {AUDIT_ARCH_I386, 358, true},
+  };
+  return calls;
+}
 
 bool tracee_calls::begin(pid_t pid, std::string& error) {
   static_assert(sizeof(user_regs_struct) <= sizeof(saved_registers_));

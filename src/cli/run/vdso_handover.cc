@@ -1,11 +1,18 @@
 // The tracer of `vclock run`'s vDSO handover.
 //
-// Why ptrace and a tracer that stays: the image must be in place before the
-// program's first instruction, and descendants that exec again (a script
-// running `busybox date`) must be reached too; PTRACE_O_TRACEEXEC stops each
-// exec at exactly that point, and the fork/clone options attach every
-// descendant as it is born. The tracer passes every signal on unchanged and
-// never uses PTRACE_O_EXITKILL: if it dies, the programs run on, untraced.
+// Why ptrace: the image must be in place before the program's first
+// instruction, and PTRACE_O_TRACEEXEC stops an exec at exactly that point.
+// Why attached only around each exec: a tracer that stays attached sees
+// every signal of the processes it follows, each one a stop and a round
+// trip through it (a program taking thousands of signals a second runs
+// markedly slower). So the command runs under a seccomp filter that tells
+// the tracer of each exec in the whole tree (exec_notifier.h): the tracer
+// attaches to that thread (PTRACE_SEIZE), lets the exec go on, handles its
+// exec stop and detaches. Where the kernel has no such filter, the tracer
+// follows the tree as before: attached from the start, forks and clones
+// followed, every signal passed on unchanged. It never uses
+// PTRACE_O_EXITKILL: if it dies, the programs run on untraced (under the
+// filter, though, their execs then fail: docs/vdso.md).
 //
 // Why a grandchild: `vclock run` becomes the command (exec), so its pid,
 // parent, exit status and signals stay the command's. The tracer is forked
@@ -14,9 +21,12 @@
 #include "cli/run/vdso_handover.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +37,7 @@
 #include <fstream>
 #include <string>
 
+#include "cli/run/exec_notifier.h"
 #include "cli/run/sanitized_program.h"
 #include "cli/run/tracee_registers.h"
 #include "timens/store.h"
@@ -37,18 +48,25 @@ namespace {
 constexpr long trace_options =
     PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE;
 
-// Why PTRACE_SEIZE failed, in the user's terms.
-std::string refusal_reason(int error, pid_t target) {
-  std::ifstream status("/proc/" + std::to_string(target) + "/status");
+// The name the tracer goes by (ps, and another `vclock run`'s tracer, which
+// leaves the execs of a nested `vclock run`'s command to it).
+constexpr const char* tracer_name = "vclock-handover";
+
+// The pid tracing `pid` (0: none, or unknown).
+long tracer_of(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.starts_with("TracerPid:")) {
-      const long tracer = std::strtol(line.c_str() + 10, nullptr, 10);
-      if (tracer != 0) {
-        return "it is already traced (by pid " + std::to_string(tracer) +
-               ", a debugger or strace): a process has one tracer";
-      }
-    }
+    if (line.starts_with("TracerPid:")) return std::strtol(line.c_str() + 10, nullptr, 10);
+  }
+  return 0;
+}
+
+// Why PTRACE_SEIZE failed, in the user's terms.
+std::string refusal_reason(int error, pid_t target) {
+  if (const long tracer = tracer_of(target); tracer != 0) {
+    return "it is already traced (by pid " + std::to_string(tracer) +
+           ", a debugger or strace): a process has one tracer";
   }
   std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
   int scope = 0;
@@ -162,11 +180,184 @@ bool on_exec(pid_t pid, const handover_options& options) {
   }
 }
 
+// The path an exec was asked to run, read from the calling thread ("" where
+// it cannot be read).
+std::string exec_path(const exec_notice& notice) {
+  char path[256] = {};
+  iovec local{path, sizeof(path) - 1};
+  iovec remote{reinterpret_cast<void*>(notice.filename), sizeof(path) - 1};
+  if (process_vm_readv(notice.tid, &local, 1, &remote, 1, 0) <= 0) return "";
+  return path;
+}
+
+// Never silent: an exec this tracer cannot attach to (another tracer came
+// between execs) is a program that may not be reached. Another `vclock
+// run`'s tracer reaches it itself.
+void report_unreached(const exec_notice& notice, const std::string& path, int error) {
+  // Only a program that is there: execvp tries each directory of PATH.
+  const std::string seen_from_here =
+      path.starts_with('/') ? path : "/proc/" + std::to_string(notice.tid) + "/cwd/" + path;
+  if (!path.empty() && access(seen_from_here.c_str(), F_OK) != 0) return;
+  if (const long other = tracer_of(notice.tid); other != 0) {
+    std::ifstream comm("/proc/" + std::to_string(other) + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == tracer_name) return;
+  }
+  std::fprintf(stderr,
+               "vclock run: %s (pid %d): not given the vclock vDSO: %s; a static or Go program "
+               "reads the host's time\n",
+               path.empty() ? "a program" : path.c_str(), static_cast<int>(notice.tid),
+               refusal_reason(error, notice.tid).c_str());
+}
+
+// One exec, from the thread's answer to its end: the first stop of the
+// thread decides. PTRACE_INTERRUPT makes sure there is one: a successful
+// exec stops at PTRACE_EVENT_EXEC first (any stop clears the pending
+// interrupt, and an interrupt asked after it is taken by the install's own
+// resumes, which run through such stops); an exec that failed (execvp
+// trying each directory of PATH) or was interrupted stops as it returns,
+// and is let go there, a signal stopped on passed on. No thread stays
+// attached between execs, and the tracer waits on one thread at a time
+// (the other execs of the tree wait in the kernel meanwhile).
+void see_exec_through(const handover_options& options) {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, __WALL);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (!WIFSTOPPED(status)) return;  // ended (killed meanwhile)
+    const int event = status >> 16;
+    // A thread other than the leader that execs has the leader's pid at
+    // its exec stop: waitpid(-1), this being the tracer's one tracee.
+    if (event == PTRACE_EVENT_EXEC) on_exec(pid, options);
+    ptrace(PTRACE_DETACH, pid, nullptr, event == 0 ? WSTOPSIG(status) : 0);
+    return;
+  }
+}
+
+// Each exec of the tree, as the filter tells it, until no process is left
+// under the filter.
+[[noreturn]] void serve_execs(int listener_fd, bool killable_wait,
+                              const handover_options& options) {
+  exec_listener listener(listener_fd);
+  exec_notice notice;
+  while (listener.wait(notice)) {
+    if (ptrace(PTRACE_SEIZE, notice.tid, nullptr, PTRACE_O_TRACEEXEC) != 0) {
+      const int error = errno;
+      const std::string path = exec_path(notice);
+      if (listener.let_go(notice) && error != ESRCH) report_unreached(notice, path, error);
+      continue;
+    }
+    // The stop asked for before the answer where the wait is killable (a
+    // failed exec then stops before its next instruction); after it
+    // otherwise, or the request would end the wait (a failed exec may then
+    // run a few instructions attached). Answered or not (a signal may have
+    // interrupted the wait: the exec is restarted, and told again), the
+    // thread is attached: see it through.
+    if (killable_wait) ptrace(PTRACE_INTERRUPT, notice.tid, nullptr, nullptr);
+    listener.let_go(notice);
+    if (!killable_wait) ptrace(PTRACE_INTERRUPT, notice.tid, nullptr, nullptr);
+    see_exec_through(options);
+  }
+  _exit(0);
+}
+
+// Lets go of the target after the handshake's probe attach: stopped by
+// PTRACE_INTERRUPT, or at a signal on its way (passed on), then detached.
+bool detach_target(pid_t target) {
+  if (ptrace(PTRACE_INTERRUPT, target, nullptr, nullptr) != 0) return false;
+  for (;;) {
+    int status = 0;
+    if (waitpid(target, &status, __WALL) < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (!WIFSTOPPED(status)) return false;
+    const int event = status >> 16;
+    return ptrace(PTRACE_DETACH, target, nullptr, event == 0 ? WSTOPSIG(status) : 0) == 0;
+  }
+}
+
+// A byte, and with it a file descriptor where `fd` >= 0.
+bool send_with_fd(int socket, char byte, int fd) {
+  iovec io{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  if (fd >= 0) {
+    m.msg_control = control;
+    m.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+  }
+  ssize_t n = 0;
+  do {
+    n = sendmsg(socket, &m, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
+// The byte send_with_fd() sent, and its descriptor (-1: none).
+bool receive_with_fd(int socket, char& byte, int& fd) {
+  fd = -1;
+  iovec io{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof(control);
+  ssize_t n = 0;
+  do {
+    n = recvmsg(socket, &m, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return false;
+  const cmsghdr* c = CMSG_FIRSTHDR(&m);
+  if (c != nullptr && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+    std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+  }
+  return true;
+}
+
+// Whether this tracer may attach to any process of the tree when it
+// execs, not only to what it followed from the start: Yama's ptrace_scope
+// 1 lets a tracer without CAP_SYS_PTRACE attach only to its descendants
+// (and to a process that named it), which the command's are not.
+bool may_attach_to_any_descendant() {
+  std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  if (!(yama >> scope) || scope == 0) return true;
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("CapEff:")) {
+      const unsigned long long caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+      constexpr int cap_sys_ptrace = 19;
+      return (caps >> cap_sys_ptrace & 1) != 0;
+    }
+  }
+  return false;
+}
+
 // The tracer's side of the start: says its pid, waits for the target's
-// PR_SET_PTRACER, attaches, says how that went (0 or errno).
+// PR_SET_PTRACER, attaches, says how that went (0 or errno): the check that
+// the command can be reached at all. Then the target says which way the
+// tree is followed: with the exec filter's listener (exec by exec), or
+// without (attached again, from now on, as before the filter).
 [[noreturn]] void tracer_main(pid_t target, int to_tracer, int from_tracer,
                               const handover_options& options) {
   setsid();
+  prctl(PR_SET_NAME, tracer_name, 0, 0, 0);
+  // Under the exec filter the tree's execs fail once this process is gone:
+  // a casual kill, or a message written to a stderr whose reader has gone,
+  // must not end it (SIGKILL still does: docs/vdso.md).
+  for (const int ignored : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE}) signal(ignored, SIG_IGN);
   const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     dup2(null, STDIN_FILENO);
@@ -178,9 +369,20 @@ bool on_exec(pid_t pid, const handover_options& options) {
   int result = 0;
   if (ptrace(PTRACE_SEIZE, target, nullptr, trace_options) != 0) result = errno;
   write_all(from_tracer, &result, sizeof(result));
+  if (result != 0) _exit(0);
+  // Let go at once: the target may stop meanwhile (the intermediate
+  // child's SIGCHLD), and a stop would wait for a tracer that waits for it.
+  if (!detach_target(target)) _exit(1);
+  char mode = 0;
+  int listener = -1;
+  if (!receive_with_fd(to_tracer, mode, listener)) _exit(1);
+  const char attached =
+      listener >= 0 || ptrace(PTRACE_SEIZE, target, nullptr, trace_options) == 0 ? 1 : 0;
+  write_all(from_tracer, &attached, 1);
   close(from_tracer);
   close(to_tracer);
-  if (result != 0) _exit(0);
+  if (attached == 0) _exit(1);
+  if (listener >= 0) serve_execs(listener, mode == 2, options);
   trace(options);
 }
 
@@ -201,7 +403,8 @@ bool start_handover(const handover_options& options, std::string& reason) {
   }
   int to_tracer[2];
   int from_tracer[2];
-  if (pipe2(to_tracer, O_CLOEXEC) != 0 || pipe2(from_tracer, O_CLOEXEC) != 0) {
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_tracer) != 0 ||
+      pipe2(from_tracer, O_CLOEXEC) != 0) {
     reason = std::string("cannot start the tracer: ") + std::strerror(errno);
     return false;
   }
@@ -245,10 +448,31 @@ bool start_handover(const handover_options& options, std::string& reason) {
       write_all(to_tracer[1], &go, 1) && read_all(from_tracer[0], &result, sizeof(result));
   reap();
   if (!answered) return fail("the tracer did not start");
+  if (result != 0) {
+    close(to_tracer[1]);
+    close(from_tracer[0]);
+    reason = refusal_reason(result, target);
+    return false;
+  }
+  // The attach worked: now the exec filter, installed here after the
+  // tracer was forked (a process under the filter would keep its listener
+  // from ever hanging up). Without it (an old kernel, Yama, a listener
+  // already in place: `no_filter` says which, for a debugger), the tracer
+  // attaches again and follows the tree, as it did before the filter. A
+  // tracer lost after the filter went in leaves this process's execs
+  // failing (ENOSYS): the command's exec then says so.
+  std::string no_filter;
+  bool killable_wait = false;
+  const int listener =
+      may_attach_to_any_descendant() ? install_exec_filter(killable_wait, no_filter) : -1;
+  char attached = 0;
+  const bool switched = send_with_fd(to_tracer[1], killable_wait ? 2 : 1, listener) &&
+                        read_all(from_tracer[0], &attached, 1) && attached == 1;
+  if (listener >= 0) close(listener);
   close(to_tracer[1]);
   close(from_tracer[0]);
-  if (result != 0) {
-    reason = refusal_reason(result, target);
+  if (!switched) {
+    reason = "the tracer did not start";
     return false;
   }
   started_tracer = tracer;

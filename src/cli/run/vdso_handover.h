@@ -1,5 +1,5 @@
-// `vclock run`'s vDSO handover (docs/vdso.md): a tracer that follows the
-// command and every process it starts, and at each exec of a static
+// `vclock run`'s vDSO handover (docs/vdso.md): a tracer told of every exec
+// in the command's tree (exec_notifier.h), which at each exec of a static
 // program (of any program with --vdso) installs the vclock vDSO image in
 // place of the kernel's, before the program's first instruction.
 #ifndef VCLOCK_SRC_CLI_RUN_VDSO_HANDOVER_H_
@@ -19,9 +19,11 @@ struct handover_options {
 
 // Starts the tracer for this process, which is about to exec the command:
 // a detached grandchild (the command stays this process, the child of
-// whoever started `vclock run`) that attaches with PTRACE_SEIZE before
-// this returns. False, with `reason`, when ptrace is refused (Yama,
-// no capability, this process already traced) or the tracer cannot start.
+// whoever started `vclock run`) that checks it can attach (PTRACE_SEIZE),
+// then serves the exec filter this installs, or, where there is none,
+// stays attached and follows the tree. False, with `reason`, when ptrace
+// is refused (Yama, no capability, this process already traced) or the
+// tracer cannot start.
 bool start_handover(const handover_options& options, std::string& reason);
 
 // Ends the tracer start_handover() started (the command could not be
