@@ -439,8 +439,11 @@ TEST(StampHistory, EdgesOfAnUpdateAndOfTheHistory) {
     return l.mono_ns + detail::delta_to_ns(c - l.cycle_last, l.mult, l.shift);
   };
   detail::stamp_time t;
-  // l0 from its update's end on; before it, before the history.
+  // l0 from its update's end on; before it, before the history: inside l0's own update, the
+  // line before it frozen at the switch point (l0's time at cycle_last), not l0 run on.
   EXPECT_EQ(convert(clock_kind::monotonic, l0.cycle_last + 99, t), detail::stamp_estimate);
+  EXPECT_EQ(t.ns, l0.mono_ns);
+  EXPECT_GE(t.bound_ns, fast(l0, l0.cycle_last + 99) - l0.mono_ns);
   ASSERT_EQ(convert(clock_kind::monotonic, l0.cycle_last + 100, t), detail::stamp_exact);
   EXPECT_EQ(t.ns, fast(l0, l0.cycle_last + 100));
   // The switch point: still l0; past it, inside the update: the frozen

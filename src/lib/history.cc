@@ -391,6 +391,11 @@ bool find_segment(const history_snapshot& s, std::uint64_t counter, history_segm
     out.lo = 0;
     out.hi = k.cycle_last + k.begin;
     out.exact_ok = false;
+    // Past its cycle_last, before its begin: inside the update that published it, whose
+    // readers had the line before it (no longer held) frozen at the switch point, or the
+    // kernel: not this line run on, but its time at cycle_last, as inside any update.
+    out.freeze = k.cycle_last;
+    out.has_freeze = true;
     return true;
   }
   const history_key& key = key_of(keys[j]);
