@@ -464,9 +464,19 @@ TEST(StampHistory, EdgesOfAnUpdateAndOfTheHistory) {
   EXPECT_EQ(t.ns, l1.realtime_ns + detail::delta_to_ns(8000, l1.mult, l1.shift));
   ASSERT_EQ(convert(clock_kind::realtime, l2.cycle_last + 48, t), detail::stamp_exact);
   EXPECT_EQ(t.ns, l2.realtime_ns + detail::delta_to_ns(48, l2.mult, l2.shift));
-  // Past the newest line's validity: an estimate.
+  // Past the newest line's validity: an estimate. Its readers asked the kernel, up to
+  // lag_ns behind it, while the line may run up to lead_ns ahead: the bound holds both, on
+  // top of 1000 ppm of the distance and 1 us.
   EXPECT_EQ(convert(clock_kind::monotonic, l2.cycle_last + l2.max_delta, t),
             detail::stamp_estimate);
+  const std::int64_t distance = fast(l2, l2.cycle_last + l2.max_delta) - l2.mono_ns;
+  EXPECT_EQ(t.bound_ns, distance / 1000 + 1000);  // this page: no lead, no lag
+  p->lead_ns = 3000;
+  p->lag_ns = 2000;
+  ASSERT_TRUE(detail::take_snapshot(*p, s));
+  EXPECT_EQ(convert(clock_kind::monotonic, l2.cycle_last + l2.max_delta, t),
+            detail::stamp_estimate);
+  EXPECT_EQ(t.bound_ns, distance / 1000 + 1000 + 5000);
   // Another epoch.
   detail::history_segment seg;
   bool have = false;
