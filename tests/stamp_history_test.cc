@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
@@ -277,6 +278,108 @@ TEST(StampHistory, ExactWithinTheHistoryEstimatedBeyondRefusedAcrossAJump) {
   }
 }
 
+// qemu-user's CNTVCT_EL0 (the arm64 preset runs the suite under it): the host's
+// gettimeofday() in 16 ns ticks, a 62.5 MHz counter that advances once a microsecond, by 62 or
+// 63 ticks (63 here). A counter value places its read anywhere within that microsecond, and
+// one value may last a whole update of the writer. The world is quiet (no NTP change, step,
+// stall nor jump): every reading converted at once is the reader's value or an estimate of a
+// reader that asked the kernel; 2 s later, before the history, an estimate within its bound.
+TEST(StampHistory, Arm64CounterInMicrosecondStepsAsUnderQemuUser) {
+  if constexpr (arch::fixed_shift != 0) {
+    GTEST_SKIP() << "this architecture's reader uses a fixed shift of " << arch::fixed_shift
+                 << ", for counters of 1.01 GHz and more; a 62.5 MHz counter runs where the "
+                    "shift comes from the page (the arm64 preset)";
+  }
+  machine vm = typical_vm();
+  vm.counter.nominal_hz = 62.5e6;
+  vm.counter.step_ticks = 63;
+  constexpr std::int64_t end = 6 * ns_per_s;
+  constexpr std::int64_t later = 2 * ns_per_s;
+  for (const std::uint64_t seed : {1u, 2u}) {
+    world w(vm.counter, vm.kernel, vm.noise, {}, seed);
+    auto p = std::make_unique<page>();
+    timekeeper_config config;
+    timekeeper tk(*p, w, config);
+    tk.start();
+    std::vector<reading> fresh;
+    mid_update m{p.get(), &w, &fresh};
+    w.set_hook(&mid_update::hook, &m);
+    std::deque<reading> aged;
+    tally t;
+    std::uint64_t readings = 0;
+    std::uint64_t at_update_end = 0;
+    // The kernel's MONOTONIC per counter tick (both rates constant here), and how far the
+    // page's rate strays from it once calibrated.
+    const double true_ns_per_tick =
+        (1.0 + vm.kernel.raw_ppm * 1e-6) * (1.0 + vm.kernel.ntp_ppm * 1e-6) /
+        (vm.counter.nominal_hz * (1.0 + vm.counter.rate_ppm * 1e-6)) * 1e9;
+    double worst_rate = 0;
+    std::int64_t next_tick = 1'700'000;
+    std::int64_t next_read = 0;
+    unsigned turn = 0;
+    detail::history_snapshot s;
+    while (true) {
+      const std::int64_t at = std::min(next_tick, next_read);
+      if (at >= end) break;
+      w.advance_to(at);
+      if (next_tick <= w.now()) {
+        if (detail::take_snapshot(*p, s)) {
+          for (const reading& r : fresh) {
+            aged.push_back(r);
+            // Read after an update's end, with the counter value the writer read there: a
+            // reader inside the update may have had it too, so its stamp is an estimate
+            // (timekeeper.cc, update_end()), which must hold the reader's value.
+            detail::history_segment seg;
+            bool have = false;
+            detail::stamp_time st;
+            if (!r.kernel && r.epoch == s.h.header.epoch &&
+                detail::stamp_to_time(s, r.kind, r.epoch, r.counter, seg, have, st) ==
+                    detail::stamp_estimate) {
+              ++at_update_end;
+              EXPECT_LE(std::llabs(st.ns - r.value), st.bound_ns) << "at " << r.at;
+              continue;
+            }
+            check(r, s, w.now() - r.at, true, t);
+          }
+          while (!aged.empty() && w.now() - aged.front().at >= later) {
+            check(aged.front(), s, w.now() - aged.front().at, true, t);
+            aged.pop_front();
+          }
+        }
+        fresh.clear();
+        next_tick += config.tick_ns;
+        tk.tick();
+        if (w.now() >= ns_per_s && detail::load(p->hot.max_delta) != 0) {
+          worst_rate = std::max(worst_rate, std::fabs(std::ldexp(static_cast<double>(p->hot.mult),
+                                                                 -static_cast<int>(p->hot.shift)) /
+                                                          true_ns_per_tick -
+                                                      1.0));
+        }
+        continue;
+      }
+      next_read += 97 * ns_per_us;
+      fresh.push_back(read_now(kinds[turn++ % 5], *p, w));
+      ++readings;
+    }
+    EXPECT_EQ(t.wrong, 0u) << "seed " << seed;
+    EXPECT_EQ(t.outside_bound, 0u) << "seed " << seed << " worst " << t.worst_estimate_error;
+    EXPECT_GT(t.exact, readings) << "seed " << seed;
+    EXPECT_EQ(t.stale_epoch, 0u) << "seed " << seed;
+    // The rate's slew (at most 100 ppm) and its estimate's error: a line fitted through
+    // samples a microsecond wide, not remade from the last two at each tick.
+    EXPECT_LT(worst_rate, 150e-6) << "seed " << seed;
+    // At most one counter value an update, and most readers miss it.
+    EXPECT_LT(at_update_end * 100, readings) << "seed " << seed;
+    std::printf(
+        "seed %llu: %llu readings, %llu exact, %llu estimates (worst %lld ns off), %llu read "
+        "at an update's end; rate at most %.1f ppm off\n",
+        static_cast<unsigned long long>(seed), static_cast<unsigned long long>(readings),
+        static_cast<unsigned long long>(t.exact), static_cast<unsigned long long>(t.estimates),
+        static_cast<long long>(t.worst_estimate_error),
+        static_cast<unsigned long long>(at_update_end), worst_rate * 1e6);
+  }
+}
+
 // The edges of a line, by hand: an update's switch point (still the old
 // line), the counters inside it (estimates, at the frozen time), its end
 // (the new line), a step (a key), and before the history.
@@ -336,8 +439,11 @@ TEST(StampHistory, EdgesOfAnUpdateAndOfTheHistory) {
     return l.mono_ns + detail::delta_to_ns(c - l.cycle_last, l.mult, l.shift);
   };
   detail::stamp_time t;
-  // l0 from its update's end on; before it, before the history.
+  // l0 from its update's end on; before it, before the history: inside l0's own update, the
+  // line before it frozen at the switch point (l0's time at cycle_last), not l0 run on.
   EXPECT_EQ(convert(clock_kind::monotonic, l0.cycle_last + 99, t), detail::stamp_estimate);
+  EXPECT_EQ(t.ns, l0.mono_ns);
+  EXPECT_GE(t.bound_ns, fast(l0, l0.cycle_last + 99) - l0.mono_ns);
   ASSERT_EQ(convert(clock_kind::monotonic, l0.cycle_last + 100, t), detail::stamp_exact);
   EXPECT_EQ(t.ns, fast(l0, l0.cycle_last + 100));
   // The switch point: still l0; past it, inside the update: the frozen
@@ -358,9 +464,19 @@ TEST(StampHistory, EdgesOfAnUpdateAndOfTheHistory) {
   EXPECT_EQ(t.ns, l1.realtime_ns + detail::delta_to_ns(8000, l1.mult, l1.shift));
   ASSERT_EQ(convert(clock_kind::realtime, l2.cycle_last + 48, t), detail::stamp_exact);
   EXPECT_EQ(t.ns, l2.realtime_ns + detail::delta_to_ns(48, l2.mult, l2.shift));
-  // Past the newest line's validity: an estimate.
+  // Past the newest line's validity: an estimate. Its readers asked the kernel, up to
+  // lag_ns behind it, while the line may run up to lead_ns ahead: the bound holds both, on
+  // top of 1000 ppm of the distance and 1 us.
   EXPECT_EQ(convert(clock_kind::monotonic, l2.cycle_last + l2.max_delta, t),
             detail::stamp_estimate);
+  const std::int64_t distance = fast(l2, l2.cycle_last + l2.max_delta) - l2.mono_ns;
+  EXPECT_EQ(t.bound_ns, distance / 1000 + 1000);  // this page: no lead, no lag
+  p->lead_ns = 3000;
+  p->lag_ns = 2000;
+  ASSERT_TRUE(detail::take_snapshot(*p, s));
+  EXPECT_EQ(convert(clock_kind::monotonic, l2.cycle_last + l2.max_delta, t),
+            detail::stamp_estimate);
+  EXPECT_EQ(t.bound_ns, distance / 1000 + 1000 + 5000);
   // Another epoch.
   detail::history_segment seg;
   bool have = false;

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "lib/runtime.h"
-#include "support/emulation.h"
 #include "support/page_mode.h"
 #include "vclock/vclock.h"
 #include "vclock/vclock.hpp"
@@ -58,10 +57,6 @@ std::vector<sandwich> take(clockid_t clock, bool relaxed, int bursts) {
 using vclock::test::counting;
 
 TEST(Stamp, SandwichedExactlyOnTwoThreadsAndOrderedByCounter) {
-  // Open in issues 23 and 24: under qemu-user 7.2 (the arm64 preset) 7998 of one thread's
-  // estimates fell outside their own bound, seen once on 2026-12-06; not understood yet.
-  VCLOCK_SKIP_UNDER_EMULATION(
-      "its estimates fell outside their bound under qemu-user (open in issues 23 and 24)");
   if (!counting()) GTEST_SKIP() << "the page is not in counter mode on this machine";
   std::size_t not_exact = 0;
   std::size_t all = 0;

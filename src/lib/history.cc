@@ -354,6 +354,11 @@ bool take_snapshot(const page& p, history_snapshot& out) noexcept {
     syscall(SYS_sched_yield);
     copied = try_copy(p, out, false);
   }
+  if (copied) {
+    const std::int64_t lead = load_relaxed(p.lead_ns);
+    const std::int64_t lag = load_relaxed(p.lag_ns);
+    out.kernel_slack_ns = (lead > 0 ? lead : 0) + (lag > 0 ? lag : 0);
+  }
   return copied && out.h.header.epoch != 0;
 }
 
@@ -363,6 +368,7 @@ bool find_segment(const history_snapshot& s, std::uint64_t counter, history_segm
   std::uint64_t oldest = entries > history_slots ? entries - history_slots : 0;
   if (h.header.first_entry > oldest) oldest = h.header.first_entry;
   if (entries <= oldest) return false;
+  out.slack_ns = s.kernel_slack_ns;
   // The keys still usable: the newest entry marked with each position,
   // newest first.
   std::uint64_t keys[history_keys];
@@ -391,6 +397,11 @@ bool find_segment(const history_snapshot& s, std::uint64_t counter, history_segm
     out.lo = 0;
     out.hi = k.cycle_last + k.begin;
     out.exact_ok = false;
+    // Past its cycle_last, before its begin: inside the update that published it, whose
+    // readers had the line before it (no longer held) frozen at the switch point, or the
+    // kernel: not this line run on, but its time at cycle_last, as inside any update.
+    out.freeze = k.cycle_last;
+    out.has_freeze = true;
     return true;
   }
   const history_key& key = key_of(keys[j]);
@@ -469,10 +480,14 @@ stamp_time time_in_segment(const history_segment& seg, clock_kind k,
   t.status = stamp_estimate;
   t.ns = ns > INT64_MAX ? INT64_MAX : (ns < INT64_MIN ? INT64_MIN : static_cast<std::int64_t>(ns));
   // 1000 ppm and 1 us (docs/stamps.md); divided in 64 bits (no libgcc
-  // call on the way: the conversions stay async-signal-safe).
+  // call on the way: the conversions stay async-signal-safe). And the page's lead and lag:
+  // where readers asked the kernel (stale, off, inside an update), they were up to lag_ns
+  // behind it, and the line up to lead_ns ahead.
   const i128 magnitude = elapsed < 0 ? -elapsed : elapsed;
-  const std::uint64_t m = magnitude > INT64_MAX ? INT64_MAX : static_cast<std::uint64_t>(magnitude);
-  t.bound_ns = static_cast<std::int64_t>(m / 1000 + 1000);
+  const std::uint64_t m =
+      magnitude > INT64_MAX / 2 ? INT64_MAX / 2 : static_cast<std::uint64_t>(magnitude);
+  const std::int64_t slack = seg.slack_ns < INT64_MAX / 4 ? seg.slack_ns : INT64_MAX / 4;
+  t.bound_ns = static_cast<std::int64_t>(m / 1000 + 1000) + slack;
   return t;
 }
 

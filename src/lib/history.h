@@ -90,6 +90,10 @@ struct history_snapshot {
   // counter read before its copy was taken). Past it, a later update the
   // copy does not hold may have taken over, so its stamps are estimates.
   std::uint64_t known_until = ~std::uint64_t{0};
+  // How far a reader that asked the kernel may have been from the page's lines: the page's
+  // lead_ns + lag_ns as of the copy (a stamp file's: 0). An extrapolated estimate's bound
+  // adds it (docs/stamps.md).
+  std::int64_t kernel_slack_ns = 0;
 };
 // False when the page has no history (no epoch).
 bool take_snapshot(const page& p, history_snapshot& out) noexcept;
@@ -100,9 +104,10 @@ struct history_segment {
   history_line line;
   std::uint64_t lo = 0;  // counters in [lo, hi) belong to this segment
   std::uint64_t hi = 0;
-  std::uint64_t freeze = 0;  // counters past it get the line's time at it
-  bool has_freeze = false;   // a later line exists and its freeze is known
-  bool exact_ok = true;      // false: before the history, off, or newest while open
+  std::uint64_t freeze = 0;   // counters past it get the line's time at it
+  bool has_freeze = false;    // a later line exists and its freeze is known
+  bool exact_ok = true;       // false: before the history, off, or newest while open
+  std::int64_t slack_ns = 0;  // the snapshot's kernel_slack_ns
 };
 
 // Status values (vclock.h): 0 exact, VCLOCK_STAMP_ESTIMATE, or -errno.

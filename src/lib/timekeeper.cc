@@ -194,8 +194,8 @@ void timekeeper::anchor_on_page() noexcept {
   const std::int64_t width = std::max<std::int64_t>(detail::load_relaxed(page_.last_bracket_ns), 1);
   const std::uint64_t c = detail::load(l.cycle_last);
   calib_mono_ = {c, c, detail::load(l.mono_ns) - detail::load_relaxed(page_.last_error_mono_ns),
-                 width};
-  calib_raw_ = {c, c, detail::load(l.raw_ns) - detail::load_relaxed(page_.last_error_raw_ns),
+                 width, width};
+  calib_raw_ = {c, c, detail::load(l.raw_ns) - detail::load_relaxed(page_.last_error_raw_ns), width,
                 width};
   // The rate in use was the kernel's plus a correction of -error /
   // phase_time (discipline()); take the correction out again.
@@ -230,6 +230,7 @@ timekeeper::clock_sample timekeeper::sample(clockid_t clock) noexcept {
     if (c2 < c1) {
       continue;  // counter went back inside the bracket: useless
     }
+    note_counter_step(c2 - c1);
     if (c2 - c1 < best_width) {
       best_width = c2 - c1;
       best.c = c1 + (c2 - c1) / 2;
@@ -245,11 +246,48 @@ timekeeper::clock_sample timekeeper::sample(clockid_t clock) noexcept {
     if (hz == 0) hz = detail::load_relaxed(page_.counter_hz);
     ns_per_tick = hz != 0 ? 1e9 / static_cast<double>(hz) : 1.0;
   }
-  best.width_ns = best_width == ~std::uint64_t{0}
-                      ? INT64_MAX
-                      : to_ns_from_ticks(static_cast<double>(best_width), ns_per_tick);
+  if (best_width == ~std::uint64_t{0}) {
+    best.width_ns = best.bracket_ns = INT64_MAX;
+    return best;
+  }
+  best.bracket_ns = to_ns_from_ticks(static_cast<double>(best_width), ns_per_tick);
+  best.width_ns =
+      to_ns_from_ticks(static_cast<double>(best_width + resolution_ticks()), ns_per_tick);
   return best;
 }
+
+// The counter at an update's end, for the history. A counter coarser than the update (one
+// value from the switch point to here) may show that value to a reader still inside it, on
+// the backup line or the kernel: the new line begins with the counter's next value.
+std::uint64_t timekeeper::update_end() noexcept {
+  return sources_.read_counter() + resolution_ticks();
+}
+
+// A bracket of no ticks, with a kernel read inside it: the counter steps more coarsely than
+// one read lasts (qemu-user's CNTVCT_EL0 advances once a microsecond, by 62 or 63 ticks). Its
+// value then places a read anywhere within one step, which the narrowest bracket does not
+// show. The step, measured once: the least of a few whole steps (a read preempted between two
+// changes sees more than one).
+void timekeeper::note_counter_step(std::uint64_t bracket_ticks) noexcept {
+  if (bracket_ticks != 0 || counter_step_ != 0) return;
+  constexpr int changes = 4;
+  constexpr int max_reads = 1 << 16;
+  std::uint64_t last = sources_.read_counter();
+  std::uint64_t step = ~std::uint64_t{0};
+  int seen = 0;
+  for (int i = 0; i < max_reads && seen < changes; ++i) {
+    const std::uint64_t c = sources_.read_counter();
+    if (c == last) continue;
+    // The first change may end a step begun before the first read.
+    if (seen++ > 0 && c > last) step = std::min(step, c - last);
+    last = c;
+  }
+  counter_step_ = step != ~std::uint64_t{0} ? step : 1;
+}
+
+// What a sample's width adds for the counter's own step: none for a counter that moved within
+// every bracket so far (a TSC: its step is below its brackets' width, which covers it).
+std::uint64_t timekeeper::resolution_ticks() const noexcept { return counter_step_; }
 
 // REALTIME and BOOTTIME each between two MONOTONIC reads; TAI - REALTIME
 // rounded to whole seconds.
@@ -336,8 +374,8 @@ void timekeeper::clock_was_set() noexcept {
 }
 
 void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept {
-  if (mono.width_ns > config_.calibration_bracket_ns ||
-      raw.width_ns > config_.calibration_bracket_ns) {
+  if (mono.bracket_ns > config_.calibration_bracket_ns ||
+      raw.bracket_ns > config_.calibration_bracket_ns) {
     return;  // preempted sample: try again next tick
   }
   const std::int64_t elapsed = mono.k - calib_mono_.k;
@@ -355,9 +393,11 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
     return;
   }
   // Counter mode only once the rate is good enough (calibration_rate_error).
+  // The brackets alone: a counter's step (sample()) would hold a coarse counter's page off for
+  // seconds; the rate's uncertainty below counts it, and the discipline's line refines it.
   const double rate_error = std::max(
-      static_cast<double>(mono.width_ns + calib_mono_.width_ns) / static_cast<double>(elapsed),
-      static_cast<double>(raw.width_ns + calib_raw_.width_ns) /
+      static_cast<double>(mono.bracket_ns + calib_mono_.bracket_ns) / static_cast<double>(elapsed),
+      static_cast<double>(raw.bracket_ns + calib_raw_.bracket_ns) /
           static_cast<double>(std::max<std::int64_t>(raw.k - calib_raw_.k, 1)));
   const bool anchored = page_ns_per_tick_ != 0;
   if (rate_error > config_.calibration_rate_error && !anchored) {
@@ -439,7 +479,7 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
   add_point(raw_, raw);
   offsets_ = first_offsets;
   recheck_offsets_ = false;
-  min_width_ns_ = std::max(mono.width_ns, raw.width_ns);
+  min_width_ns_ = std::max(mono.bracket_ns, raw.bracket_ns);
   last_mono_ = mono;
   last_raw_ = raw;
   have_last_ = true;
@@ -511,10 +551,11 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     recheck_offsets_ = false;
   }
 
-  const bool precise = mono.width_ns <= config_.max_bracket_ns &&
-                       raw.width_ns <= config_.max_bracket_ns &&
-                       mono.width_ns <= 3 * min_width_ns_ + 100;
-  min_width_ns_ = std::min(min_width_ns_ + 1, std::max<std::int64_t>(mono.width_ns, 1));
+  // A preempted sample shows in its bracket (a counter's step is in every sample alike).
+  const bool precise = mono.bracket_ns <= config_.max_bracket_ns &&
+                       raw.bracket_ns <= config_.max_bracket_ns &&
+                       mono.bracket_ns <= 3 * min_width_ns_ + 100;
+  min_width_ns_ = std::min(min_width_ns_ + 1, std::max<std::int64_t>(mono.bracket_ns, 1));
   if (!precise) {
     publish(false);  // keep the page (and coarse clocks) fresh
     return;
@@ -910,7 +951,7 @@ void timekeeper::publish(bool resync) noexcept {
   detail::write_end(page_.hot.seq, seq);
   // The update's end: readers with a counter before it may have read the
   // backup line (docs/stamps.md).
-  history_.append(next, frozen_at, frozen, sources_.read_counter());
+  history_.append(next, frozen_at, frozen, update_end());
   next.seq = seq + 1;
   published_ = next;
 
@@ -952,7 +993,7 @@ void timekeeper::turn_off(fallback_reason why) noexcept {
   store(page_.bound.status, static_cast<std::uint32_t>(sync_status::unknown));
   store(page_.bound.void_delta, std::uint64_t{0});
   detail::write_end(page_.hot.seq, seq);
-  history_.append(next, frozen_at, frozen, sources_.read_counter());
+  history_.append(next, frozen_at, frozen, update_end());
   next.seq = seq + 1;
   published_ = next;
   write_coarse(next, false);

@@ -120,7 +120,8 @@ class timekeeper {
     std::uint64_t c = 0;     // counter at the kernel read (bracket midpoint)
     std::uint64_t c_lo = 0;  // counter before the kernel read
     std::int64_t k = 0;
-    std::int64_t width_ns = 0;
+    std::int64_t width_ns = 0;    // how far k may be from c: the bracket and the counter's step
+    std::int64_t bracket_ns = 0;  // the bracket alone
   };
   struct offsets {
     std::int64_t realtime = 0;
@@ -202,7 +203,13 @@ class timekeeper {
   bound_sample bound_{};
   std::int64_t bound_read_mono_ns_ = 0;
   bool disrupted_ = false;
-  std::int64_t min_width_ns_ = 0;
+  std::int64_t min_width_ns_ = 0;  // the narrowest recent bracket (bracket_ns)
+  // The counter's step where a bracket showed it coarser than a kernel read (0: not seen;
+  // note_counter_step()).
+  std::uint64_t counter_step_ = 0;
+  void note_counter_step(std::uint64_t ticks) noexcept;
+  std::uint64_t resolution_ticks() const noexcept;
+  std::uint64_t update_end() noexcept;
 };
 
 }  // namespace vclock
