@@ -335,8 +335,10 @@ int run(const options& o) {
   }
   notify_service_manager("STOPPING=1");
   standbys.stop();
-  if (standbys.ticks_taken() != 0) {
-    log("standby tickers took %llu ticks", static_cast<unsigned long long>(standbys.ticks_taken()));
+  if (standbys.ticks_taken() != 0 || standbys.lines_continued() != 0) {
+    log("standby tickers took %llu ticks and continued the line %llu times",
+        static_cast<unsigned long long>(standbys.ticks_taken()),
+        static_cast<unsigned long long>(standbys.lines_continued()));
   }
   tk.disable(fallback_reason::daemon_stopped);
   if (stop_signal.load() != 0) {
