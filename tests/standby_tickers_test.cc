@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -286,12 +287,23 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
   vclock::detail::history_snapshot snap;
   ASSERT_TRUE(vclock::detail::take_snapshot(p, snap));
   std::uint64_t wrong = 0;
+  std::uint64_t past_freeze = 0;
   for (const stamp& st : stamps) {
     vclock::detail::history_segment seg;
     bool have = false;
     vclock::detail::stamp_time t;
     const int status =
         vclock::detail::stamp_to_time(snap, st.kind, snap.h.header.epoch, st.counter, seg, have, t);
+    // Past an update's switch point: a reader that found both lines odd
+    // for its whole wait (the writer, ticker or standby, descheduled
+    // there: on this VM, its vCPU gone for a moment) read the old line on
+    // (reader.h, max_spins), which the history cannot tell from the
+    // frozen backup: an estimate, within its bound (docs/stamps.md).
+    if (status == vclock::detail::stamp_estimate && seg.has_freeze && st.counter > seg.freeze &&
+        std::llabs(t.ns - st.value) <= t.bound_ns) {
+      ++past_freeze;
+      continue;
+    }
     if (status != vclock::detail::stamp_exact || t.ns != st.value) {
       if (++wrong <= 3) {
         ADD_FAILURE() << "stamp status " << status << ", " << t.ns - st.value << " ns off";
@@ -300,10 +312,13 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
   }
   std::printf(
       "vanish of %.1f ms inside a tick: %llu continuations, coarse lag max %.3f ms, "
-      "%zu stamps\n",
+      "%zu stamps (%llu past a switch point); history %llu entries, %llu keys\n",
       static_cast<double>(f.sources.returned_at() - f.sources.vanished_at()) / 1e6,
       static_cast<unsigned long long>(continued),
-      static_cast<double>(worst_coarse_lag.load()) / 1e6, stamps.size());
+      static_cast<double>(worst_coarse_lag.load()) / 1e6, stamps.size(),
+      static_cast<unsigned long long>(past_freeze),
+      static_cast<unsigned long long>(snap.h.header.entries),
+      static_cast<unsigned long long>(snap.h.header.keys));
   EXPECT_GE(continued, 10u);
   EXPECT_LE(worst_coarse_lag.load(), tick_ns + tick_ns / 4 + 1'000'000);
   EXPECT_EQ(backwards.load(), 0u);

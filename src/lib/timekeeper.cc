@@ -68,6 +68,13 @@ using detail::store_relaxed;
 
 constexpr std::int64_t step_threshold_ns = 1000;
 
+// How long after the ticker's last publish its line may still be continued
+// (continue_line()): a vanished vCPU comes back within about 100 ms; a
+// ticker gone longer is not coming back soon, and a line with no samples
+// behind it drifts from the kernel for as long as it is continued. Past
+// this the line goes stale and the kernel answers, as before.
+constexpr std::int64_t max_continued_ns = 250'000'000;
+
 std::int64_t to_ns_from_ticks(double ticks, double ns_per_tick) noexcept {
   return static_cast<std::int64_t>(std::llround(ticks * ns_per_tick));
 }
@@ -970,6 +977,7 @@ void timekeeper::publish(bool resync) noexcept {
   cont_.allowed = true;
   cont_.drift = drift_rate();
   cont_.ns_per_tick = mono_.nominal;
+  cont_.ticked_c = next.cycle_last;
 
   store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(fallback_reason::none));
   store_relaxed(page_.last_update_mono_ns, next.mono_ns);
@@ -1006,9 +1014,12 @@ bool timekeeper::continue_line() noexcept {
   // Younger than half a period: a tick was just taken (a standby's, while
   // the other found the tick's lock held). Stale: the kernel answers its
   // readers, and a step back to the line is the ticker's resync to make,
-  // with samples; until then the coarse clocks stand still, as before.
+  // with samples; until then the coarse clocks stand still, as before. So
+  // too past max_continued_ns since the ticker's own last publish.
+  const std::uint64_t since_ticked = age + (old.cycle_last - cont_.ticked_c);
   if (static_cast<double>(age) * ns_per_tick < 0.5 * static_cast<double>(config_.tick_ns) ||
-      age >= old.max_delta) {
+      age >= old.max_delta ||
+      static_cast<double>(since_ticked) * ns_per_tick > static_cast<double>(max_continued_ns)) {
     return false;
   }
   const std::uint32_t backup_seq = open_backup();

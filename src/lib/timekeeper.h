@@ -241,6 +241,7 @@ class timekeeper {
     // line by (drift_allowance_ns()'s rate).
     double drift = 0;
     double ns_per_tick = 0;
+    std::uint64_t ticked_c = 0;  // cycle_last of the ticker's last publish
     // The counter value at which the bound's source reading is void
     // (write_bound()): a continuation may not carry the bound past it.
     std::uint64_t bound_void_c = 0;
