@@ -97,8 +97,10 @@ struct outcome {
 class run_state {
  public:
   run_state(std::uint64_t seed, unsigned vanish_call, bool standby,
-            std::int64_t vanish_for = vanish_ns)
-      : w_(typical_vm().counter, typical_vm().kernel, typical_vm().noise, {}, seed),
+            std::int64_t vanish_for = vanish_ns, std::vector<event> events = {},
+            std::int64_t lead_lag_from = ns_per_s)
+      : w_(typical_vm().counter, typical_vm().kernel, typical_vm().noise, std::move(events), seed),
+        lead_lag_from_(lead_lag_from),
         vanish_call_(vanish_call),
         standby_(standby),
         vanish_for_(vanish_for) {
@@ -226,7 +228,7 @@ class run_state {
     // are in the same words) while hot is even and the reader used it;
     // from the first ticks after calibration on (the first publish has
     // none yet).
-    if (!r.kernel && w_.now() >= ns_per_s &&
+    if (!r.kernel && w_.now() >= lead_lag_from_ &&
         (k == clock_kind::monotonic || k == clock_kind::monotonic_raw) && (p_->hot.seq & 1u) == 0) {
       const std::int64_t lead = p_->lead_ns;
       const std::int64_t lag = p_->lag_ns;
@@ -266,6 +268,7 @@ class run_state {
   }
 
   world w_;
+  std::int64_t lead_lag_from_;
   std::unique_ptr<page> p_ = std::make_unique<page>();
   timekeeper_config config_;
   pthread_mutex_t lock_ = PTHREAD_MUTEX_INITIALIZER;
@@ -336,6 +339,23 @@ TEST(VanishInTickSim, ALineIsContinuedForAQuarterSecondAtMost) {
   EXPECT_EQ(o.backwards, 0u);
   EXPECT_EQ(o.stamps_wrong, 0u);
   EXPECT_EQ(o.outside_lead_lag, 0u);
+}
+
+// A line being slewed when its ticker vanishes (an NTP frequency step of
+// 50 ppm 20 ms before, still being corrected): it drifts from the kernel
+// while it is continued, more than its lead and lag allowed for its own
+// validity window, and each continuation widens them by that drift. From
+// the vanish on (the frequency step itself is no drift of the line's: the
+// kernel changed, as at any tick).
+TEST(VanishInTickSim, ContinuationsWidenTheLeadAndLagByTheLinesDrift) {
+  for (const std::uint64_t seed : {1u, 2u}) {
+    run_state s(seed, 1, true, vanish_ns, {ev::ntp(vanish_at - 20 * ns_per_ms, 53.5)}, vanish_at);
+    const outcome o = s.run();
+    EXPECT_GE(o.continued, 20u) << "seed " << seed;
+    EXPECT_EQ(o.outside_lead_lag, 0u) << "seed " << seed;
+    EXPECT_EQ(o.backwards, 0u) << "seed " << seed;
+    EXPECT_EQ(o.stamps_wrong, 0u) << "seed " << seed;
+  }
 }
 
 // What the continuation closes: with no standby, the coarse clocks stand
