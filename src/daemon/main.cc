@@ -68,13 +68,15 @@ class daemon_sources final : public time_sources {
  public:
   daemon_sources(const page& p, const time_namespace_offsets& frame) : page_(p), frame_(frame) {
     if (const char* v = std::getenv("VCLOCKD_TEST_STOP_IN_UPDATE")) {
-      stop_in_update_ = std::strtoull(v, nullptr, 10);
+      stop_in_update_.store(std::strtoull(v, nullptr, 10), std::memory_order_relaxed);
     }
   }
   std::uint64_t read_counter() override {
-    if (stop_in_update_ != 0 && (detail::load(page_.hot.seq) & 1u) != 0 &&
-        detail::load_relaxed(page_.updates) + 1 >= stop_in_update_) {
-      stop_in_update_ = 0;
+    // Atomic: a standby ticker reads the counter too (continue_line()).
+    const std::uint64_t stop_in = stop_in_update_.load(std::memory_order_relaxed);
+    if (stop_in != 0 && (detail::load(page_.hot.seq) & 1u) != 0 &&
+        detail::load_relaxed(page_.updates) + 1 >= stop_in) {
+      stop_in_update_.store(0, std::memory_order_relaxed);
       raise(SIGSTOP);
     }
     return arch::read_counter_after_stores();
@@ -115,7 +117,7 @@ class daemon_sources final : public time_sources {
  private:
   const page& page_;
   time_namespace_offsets frame_;
-  std::uint64_t stop_in_update_ = 0;
+  std::atomic<std::uint64_t> stop_in_update_{0};
   std::unique_ptr<fake_bound_source> fake_;
   std::unique_ptr<chrony_bound_source> chrony_;
 };
@@ -335,8 +337,10 @@ int run(const options& o) {
   }
   notify_service_manager("STOPPING=1");
   standbys.stop();
-  if (standbys.ticks_taken() != 0) {
-    log("standby tickers took %llu ticks", static_cast<unsigned long long>(standbys.ticks_taken()));
+  if (standbys.ticks_taken() != 0 || standbys.lines_continued() != 0) {
+    log("standby tickers took %llu ticks and continued the line %llu times",
+        static_cast<unsigned long long>(standbys.ticks_taken()),
+        static_cast<unsigned long long>(standbys.lines_continued()));
   }
   tk.disable(fallback_reason::daemon_stopped);
   if (stop_signal.load() != 0) {

@@ -64,7 +64,9 @@ void standby_tickers::run(int index) noexcept {
   // at most a quarter of a period late, and then every period and an
   // eighth (within the coarse clocks' promise, the kernel's lag + 1 ms, for
   // periods up to 8 ms: docs/design.md). The ticking thread's return ends
-  // it at its next tick.
+  // it at its next tick. A tick's lock still held then is held by a ticker
+  // stopped inside its tick (a moment's preemption is over long before):
+  // the standby continues the line on the page, on the same schedule.
   const std::int64_t after = period * (index + 1) / 8;
   while (!stopping_.load(std::memory_order_relaxed)) {
     const std::uint64_t seen = tick_count_.load(std::memory_order_acquire);
@@ -78,9 +80,17 @@ void standby_tickers::run(int index) noexcept {
     const auto ticked_meanwhile = [&] {
       return tick_count_.load(std::memory_order_acquire) != seen;
     };
-    // Never wait for the lock: its holder is ticking.
-    if (stopping_.load(std::memory_order_relaxed) || ticked_meanwhile() ||
-        pthread_mutex_trylock(&lock_) != 0) {
+    // Never wait for the tick's lock: its holder is ticking, or stopped
+    // inside its tick, and then the line is continued instead (only the
+    // page's stores wait for one another, under the publish lock).
+    if (stopping_.load(std::memory_order_relaxed) || ticked_meanwhile()) {
+      continue;
+    }
+    if (pthread_mutex_trylock(&lock_) != 0) {
+      if (!ticked_meanwhile() && tk_.continue_line()) {
+        ticked();
+        continued_.fetch_add(1, std::memory_order_relaxed);
+      }
       continue;
     }
     if (!ticked_meanwhile()) {

@@ -7,7 +7,10 @@
 // CPUs run on; the kernel's own tick moves to a CPU that runs. So do these:
 // threads pinned to distinct CPUs, each waking once a period shortly after
 // a tick is due, tick in its place when none was taken. Every tick, theirs and the ticking
-// thread's, takes lock().
+// thread's, takes lock(). Where that lock is held past the tick's time (the
+// ticking thread's CPU vanished inside its tick), a standby continues the
+// line on the page instead (timekeeper::continue_line()): every page update
+// takes a second lock, the standbys', held for the update's stores only.
 #ifndef VCLOCK_SRC_DAEMON_STANDBY_TICKERS_H_
 #define VCLOCK_SRC_DAEMON_STANDBY_TICKERS_H_
 
@@ -27,8 +30,15 @@ class standby_tickers {
   // period.
   static constexpr int max_threads = 2;
 
-  explicit standby_tickers(timekeeper& tk) noexcept : tk_(tk) {}
-  ~standby_tickers() { stop(); }
+  // Shares the publish lock with `tk` from now until destroyed: construct
+  // it before the ticking thread's first tick.
+  explicit standby_tickers(timekeeper& tk) noexcept : tk_(tk) {
+    tk_.share_publish_lock(&publish_lock_);
+  }
+  ~standby_tickers() {
+    stop();
+    tk_.share_publish_lock(nullptr);
+  }
   standby_tickers(const standby_tickers&) = delete;
   standby_tickers& operator=(const standby_tickers&) = delete;
 
@@ -45,6 +55,10 @@ class standby_tickers {
   void ticked() noexcept;
   // Ticks the standbys took, and on which CPUs they run.
   std::uint64_t ticks_taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
+  // Lines they continued while the tick's lock was held.
+  std::uint64_t lines_continued() const noexcept {
+    return continued_.load(std::memory_order_relaxed);
+  }
   int cpu(int i) const noexcept { return cpus_[i]; }
 
  private:
@@ -57,9 +71,11 @@ class standby_tickers {
 
   timekeeper& tk_;
   pthread_mutex_t lock_ = PTHREAD_MUTEX_INITIALIZER;
-  std::atomic<std::int64_t> last_tick_ns_{0};  // kernel MONOTONIC
-  std::atomic<std::uint64_t> tick_count_{0};   // ticks taken by anyone
+  pthread_mutex_t publish_lock_ = PTHREAD_MUTEX_INITIALIZER;  // timekeeper::share_publish_lock
+  std::atomic<std::int64_t> last_tick_ns_{0};                 // kernel MONOTONIC
+  std::atomic<std::uint64_t> tick_count_{0};                  // ticks taken by anyone
   std::atomic<std::uint64_t> taken_{0};
+  std::atomic<std::uint64_t> continued_{0};
   std::atomic<bool> stopping_{false};
   pthread_t threads_[max_threads]{};
   start_arg args_[max_threads]{};

@@ -68,6 +68,13 @@ using detail::store_relaxed;
 
 constexpr std::int64_t step_threshold_ns = 1000;
 
+// How long after the ticker's last publish its line may still be continued
+// (continue_line()): a vanished vCPU comes back within about 100 ms; a
+// ticker gone longer is not coming back soon, and a line with no samples
+// behind it drifts from the kernel for as long as it is continued. Past
+// this the line goes stale and the kernel answers, as before.
+constexpr std::int64_t max_continued_ns = 250'000'000;
+
 std::int64_t to_ns_from_ticks(double ticks, double ns_per_tick) noexcept {
   return static_cast<std::int64_t>(std::llround(ticks * ns_per_tick));
 }
@@ -112,6 +119,23 @@ struct mono_offsets {
 mono_offsets offsets_of(const clock_line& l) noexcept {
   return {l.realtime_ns - l.mono_ns, l.boottime_ns - l.mono_ns};
 }
+
+// Holds the publish lock (if any) for one page update: see
+// timekeeper::share_publish_lock().
+class publish_guard {
+ public:
+  explicit publish_guard(pthread_mutex_t* lock) noexcept : lock_(lock) {
+    if (lock_ != nullptr) pthread_mutex_lock(lock_);
+  }
+  ~publish_guard() {
+    if (lock_ != nullptr) pthread_mutex_unlock(lock_);
+  }
+  publish_guard(const publish_guard&) = delete;
+  publish_guard& operator=(const publish_guard&) = delete;
+
+ private:
+  pthread_mutex_t* lock_;
+};
 
 // Sets the line's MONOTONIC base and, the offsets apart, its REALTIME and
 // BOOTTIME bases.
@@ -164,6 +188,7 @@ void timekeeper::start() noexcept {
   // with its lead). The first publish resyncs forward from exactly that
   // (publish(), `resync`), rather than from kernel + lead.
   published_ = load_line(page_.hot);
+  cont_ = continuation{};  // a previous writer's line is not continued
   history_.take_over(page_.header.boot_id);
   state_ = state::calibrating;
   have_calib_ = false;
@@ -335,6 +360,7 @@ void timekeeper::tick() noexcept {
     bound_read_mono_ns_ = sources_.read_kernel(CLOCK_MONOTONIC);
   }
   disrupted_ = false;
+  tick_line_ = line_now();
   const clock_sample mono = sample(CLOCK_MONOTONIC);
   const clock_sample raw = sample(CLOCK_MONOTONIC_RAW);
   if (state_ == state::calibrating) {
@@ -572,9 +598,21 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
   } else if (!check_counter(mono)) {
     return;
   }
-  const std::uint64_t delta = mono.c - published_.cycle_last;
-  const std::uint64_t delta_raw = raw.c - published_.cycle_last;
-  if (delta >= published_.max_delta || delta_raw >= published_.max_delta) {
+  // Each sample is judged against the line in force when it was taken. A
+  // standby may have continued the line since (continue_line(): this
+  // thread was held up in this tick), perhaps between the two samples:
+  // the continued line is the same line (its bases within 1 ns of the old
+  // one's, truncated), the one to judge by where it holds the sample; else
+  // the line of this tick's start.
+  const clock_line now_line = line_now();
+  const auto line_for = [&](std::uint64_t c) -> const clock_line& {
+    return c - now_line.cycle_last < now_line.max_delta ? now_line : tick_line_;
+  };
+  const clock_line& mono_line = line_for(mono.c);
+  const clock_line& raw_line = line_for(raw.c);
+  judged_on_c_ = mono_line.cycle_last;  // the first sample: publish() widens the bounds if later
+  if (mono.c - mono_line.cycle_last >= mono_line.max_delta ||
+      raw.c - raw_line.cycle_last >= raw_line.max_delta) {
     // Stale: publish() steps forward to the kernel, re-anchoring the
     // offset only. After a stall the rate and its line go on: the counter
     // kept its rate (rate_kept() above), and the line's old samples with
@@ -591,8 +629,8 @@ void timekeeper::run_step(const clock_sample& mono, const clock_sample& raw) noe
     }
     resync = true;
   } else {
-    const std::int64_t e_mono = time_at(mono.c, false) - mono.k;
-    const std::int64_t e_raw = time_at(raw.c, true) - raw.k;
+    const std::int64_t e_mono = time_on(mono_line, mono.c, false) - mono.k;
+    const std::int64_t e_raw = time_on(raw_line, raw.c, true) - raw.k;
     store_relaxed(page_.last_error_mono_ns, e_mono);
     store_relaxed(page_.last_error_raw_ns, e_raw);
     // Bounds of how far vclock is ahead of (lead) and behind (lag) the
@@ -756,11 +794,14 @@ void timekeeper::discipline(track& t, std::int64_t error, const clock_sample& s)
 // How far the page may drift from the kernel over its validity window:
 // the slew in use (|used - freq|, at most max_correction) plus the
 // uncertainty of the rate estimate, for the worse of the two tracks.
+double timekeeper::drift_rate() const noexcept {
+  return std::max(std::fabs(mono_.used - mono_.freq) + mono_.rate_uncertainty,
+                  std::fabs(raw_.used - raw_.freq) + raw_.rate_uncertainty);
+}
+
 std::int64_t timekeeper::drift_allowance_ns() const noexcept {
-  const double drift = std::max(std::fabs(mono_.used - mono_.freq) + mono_.rate_uncertainty,
-                                std::fabs(raw_.used - raw_.freq) + raw_.rate_uncertainty);
   const double window_ns = static_cast<double>(validity_delta_) * mono_.nominal;
-  return static_cast<std::int64_t>(std::ceil(drift * window_ns));
+  return static_cast<std::int64_t>(std::ceil(drift_rate() * window_ns));
 }
 
 // The least base a new line (or an off page's floor) may have at counter c,
@@ -781,9 +822,17 @@ std::int64_t timekeeper::floor_after(bool raw, std::uint64_t c, std::int64_t ker
 }
 
 std::int64_t timekeeper::time_at(std::uint64_t c, bool raw) const noexcept {
-  const clock_line& l = published_;
+  return time_on(published_, c, raw);
+}
+
+std::int64_t timekeeper::time_on(const clock_line& l, std::uint64_t c, bool raw) noexcept {
   return (raw ? l.raw_ns : l.mono_ns) +
          detail::delta_to_ns(c - l.cycle_last, raw ? l.raw_mult : l.mult, l.shift);
+}
+
+clock_line timekeeper::line_now() noexcept {
+  const publish_guard guard(publish_lock_);
+  return published_;
 }
 
 // The backup line during an update (see "Why the switch point is safe"):
@@ -895,6 +944,16 @@ void timekeeper::publish(bool resync) noexcept {
   if (state_ != state::running) {
     return;
   }
+  const publish_guard guard(publish_lock_);
+  if (next_lead_ns_ >= 0 && published_.cycle_last != judged_on_c_) {
+    // Continued since this tick's samples were judged (continue_line(),
+    // while this thread was held up): their errors are older than the
+    // continuations, whose drift the page's lead and lag have taken on,
+    // and the new line drifts on from there.
+    const std::int64_t drift = drift_allowance_ns();
+    next_lead_ns_ = std::max(next_lead_ns_, detail::load_relaxed(page_.lead_ns) + drift);
+    next_lag_ns_ = std::max(next_lag_ns_, detail::load_relaxed(page_.lag_ns) + drift);
+  }
   clock_line next = published_;
   next.mult = mult_for(mono_.nominal * (1.0 + mono_.used), published_.shift);
   next.raw_mult = mult_for(raw_.nominal * (1.0 + raw_.used), published_.shift);
@@ -956,16 +1015,125 @@ void timekeeper::publish(bool resync) noexcept {
   published_ = next;
 
   write_coarse(next, true);
+  cont_.allowed = true;
+  cont_.drift = drift_rate();
+  cont_.ns_per_tick = mono_.nominal;
+  cont_.ticked_c = next.cycle_last;
 
   store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(fallback_reason::none));
   store_relaxed(page_.last_update_mono_ns, next.mono_ns);
   store_relaxed(page_.updates, detail::load_relaxed(page_.updates) + 1);
 }
 
+// A tick taken over part-way (docs/design.md, "A vanish inside a tick").
+// The line on the page is continued: the same rates, offsets and shift,
+// published again from a switch point c read now, exactly as publish()
+// publishes with unchanged rates. So everything publish() keeps holds:
+//  - continuity: each base is the line evaluated at c, truncated as the
+//    fast path truncates, so no reader goes back across the switch (a
+//    reader on the new line past c gets new(c) + elapsed, >= old(c), and
+//    no reader combines the old line with a counter past c);
+//  - stamps: that is bit for bit an ordinary history entry with unchanged
+//    mults (page.h, stamp_history), and the backup froze the old line at
+//    c: a stamp on either side converts to what its reader was given;
+//  - the bounds: the line's validity restarts at c, so it is held
+//    longer than its lead and lag were computed for. Each continuation
+//    adds the drift the line may gather over the time it extends it by
+//    (the rate bound of the last publish, drift_rate()), and the error
+//    bound grows over it and voids no later than its source's reading.
+// The ticker's state (samples, rates, discipline) is not touched: its own
+// publish then goes on from the continued line (publish() reads
+// published_ under the same lock), at a switch point it reads then.
+bool timekeeper::continue_line() noexcept {
+  const publish_guard guard(publish_lock_);
+  const clock_line old = published_;
+  if (!cont_.allowed || old.max_delta == 0) {
+    return false;
+  }
+  const double ns_per_tick = cont_.ns_per_tick > 0 ? cont_.ns_per_tick : 1.0;
+  const std::uint64_t age = sources_.read_counter() - old.cycle_last;
+  // Younger than half a period: a tick was just taken (a standby's, while
+  // the other found the tick's lock held). Stale: the kernel answers its
+  // readers, and a step back to the line is the ticker's resync to make,
+  // with samples; until then the coarse clocks stand still, as before. So
+  // too past max_continued_ns since the ticker's own last publish.
+  const std::uint64_t since_ticked = age + (old.cycle_last - cont_.ticked_c);
+  if (static_cast<double>(age) * ns_per_tick < 0.5 * static_cast<double>(config_.tick_ns) ||
+      age >= old.max_delta ||
+      static_cast<double>(since_ticked) * ns_per_tick > static_cast<double>(max_continued_ns)) {
+    return false;
+  }
+  const std::uint32_t backup_seq = open_backup();
+  const std::uint32_t seq = detail::write_begin(page_.hot.seq);
+  std::uint64_t c = sources_.read_counter();  // after the odd seq: publish()'s switch point
+  std::uint64_t frozen_at = 0;
+  const bool frozen = close_backup(backup_seq, c, frozen_at);
+  c = switch_point_after_close(c);
+  clock_line next = old;
+  std::int64_t mono = 0;
+  if (c - old.cycle_last < old.max_delta) {
+    mono = time_at(c, false);
+    next.raw_ns = time_at(c, true);
+  } else {
+    // Held up past the line's validity since the check above: its readers
+    // went to the kernel, and this starts above what they had, as
+    // publish()'s resync does (the kernel read after c).
+    const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
+    mono = floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC), lead);
+    next.raw_ns = floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW), lead);
+  }
+  set_mono_base(next, mono, offsets_of(old));
+  next.cycle_last = c;
+  const std::uint64_t extended = c - old.cycle_last;
+  // + 1: a continued base is up to 1 ns below the old line's time at the
+  // same counter (truncated twice), which the lag must cover.
+  const std::int64_t extra = static_cast<std::int64_t>(std::ceil(
+                                 cont_.drift * static_cast<double>(extended) * ns_per_tick)) +
+                             1;
+  history_.open();
+  store_line(page_.hot, next);
+  store(page_.lead_ns, detail::load_relaxed(page_.lead_ns) + extra);
+  store(page_.lag_ns, detail::load_relaxed(page_.lag_ns) + extra);
+  continue_bound(c, extended, extra);
+  detail::write_end(page_.hot.seq, seq);
+  history_.append(next, frozen_at, frozen, update_end());
+  next.seq = seq + 1;
+  published_ = next;
+  write_coarse(next, true);
+  store_relaxed(page_.last_update_mono_ns, next.mono_ns);
+  store_relaxed(page_.updates, detail::load_relaxed(page_.updates) + 1);
+  return true;
+}
+
+// The error bound of a continued line (continue_line(); hot's seq odd):
+// the old bound grown over the `extended` ticks to the new cycle_last c,
+// plus the lead and lag's growth (`extra_ns`); void where the old one was
+// void by c, and never past the source's reading or the product's limit.
+void timekeeper::continue_bound(std::uint64_t c, std::uint64_t extended,
+                                std::int64_t extra_ns) noexcept {
+  __extension__ typedef unsigned __int128 u128;
+  bound_line& b = page_.bound;
+  const std::uint64_t old_void = detail::load_relaxed(b.void_delta);
+  const auto left = static_cast<std::int64_t>(cont_.bound_void_c - c);
+  if (extended >= old_void || left <= 0) {
+    store(b.void_delta, std::uint64_t{0});
+    return;
+  }
+  const std::uint64_t growth = detail::load_relaxed(b.growth_mult);
+  const std::uint32_t shift = detail::load_relaxed(b.growth_shift);
+  const auto grown = static_cast<std::int64_t>((static_cast<u128>(extended) * growth) >> shift) + 1;
+  std::uint64_t void_delta = std::min(static_cast<std::uint64_t>(left), published_.max_delta);
+  if (growth != 0) void_delta = std::min(void_delta, UINT64_MAX / growth);
+  store(b.bound_ns, detail::load_relaxed(b.bound_ns) + grown + extra_ns);
+  store(b.void_delta, void_delta);
+}
+
 // Turns the counter path off; mono_ns/raw_ns keep the floor: the largest
 // time a reader can have been given, or the kernel's time now plus the last
 // measured lead of vclock over the kernel, whichever is larger.
 void timekeeper::turn_off(fallback_reason why) noexcept {
+  const publish_guard guard(publish_lock_);
+  cont_.allowed = false;
   reason_ = why;
   store_relaxed(page_.mode_reason, static_cast<std::uint32_t>(why));
   const std::uint32_t backup_seq = open_backup();
@@ -1011,6 +1179,7 @@ void timekeeper::write_bound(const clock_line& l) noexcept {
   store(b.source_drift_ppb, bound_.drift_ppb);
   const double hz = counter_hz();
   if (bound_.status == sync_status::unknown || hz <= 0) {
+    cont_.bound_void_c = l.cycle_last;
     store(b.status, static_cast<std::uint32_t>(sync_status::unknown));
     store(b.bound_ns, std::int64_t{0});
     store(b.growth_mult, std::uint64_t{0});
@@ -1028,6 +1197,7 @@ void timekeeper::write_bound(const clock_line& l) noexcept {
       bound_.error_ns + bound_.quantum_ns + std::max<std::int64_t>(deviation, 0) + grown_since_read;
   const std::int64_t valid_left = std::max<std::int64_t>(bound_.valid_ns - age, 0);
   auto void_delta = static_cast<std::uint64_t>(static_cast<double>(valid_left) * hz / 1e9);
+  cont_.bound_void_c = l.cycle_last + void_delta;
   // Never past the parameters' own validity: the reader's one compare
   // (delta < void_delta) is then its staleness check too (page.h).
   void_delta = std::min(void_delta, l.max_delta);

@@ -7,6 +7,8 @@
 #ifndef VCLOCK_SRC_LIB_TIMEKEEPER_H_
 #define VCLOCK_SRC_LIB_TIMEKEEPER_H_
 
+#include <pthread.h>
+
 #include <cstdint>
 
 #include "lib/history.h"
@@ -87,6 +89,25 @@ class timekeeper {
   // (history.h, private_counter_epoch), `salt` a word of the process's.
   void make_history_private(std::uint32_t salt) noexcept { history_.begin_private_epoch(salt); }
 
+  // Another thread may continue the line (continue_line()) while tick()'s
+  // caller is held up inside it: every page update then takes `lock`
+  // (vclockd's standby tickers own it). Null, the default: one thread does
+  // everything (the in-process timekeeper; a lock it held across fork()
+  // would stay held in the child). Set before ticking starts, or while no
+  // tick can run.
+  void share_publish_lock(pthread_mutex_t* lock) noexcept { publish_lock_ = lock; }
+
+  // From a thread that is not tick()'s caller, when that caller is held up
+  // inside a tick (its CPU vanished: docs/design.md, "A vanish inside a
+  // tick"): publishes the line on the page again, unchanged, from a fresh
+  // counter value, so the coarse clocks move on and the line stays valid.
+  // The rates, offsets and the discipline are the ticker's alone and are
+  // not touched. False (nothing done) where there is no line to continue
+  // (not counting, or none published by this timekeeper yet) or the line
+  // is younger than half a period. Takes the lock given to
+  // share_publish_lock(), which must be set.
+  bool continue_line() noexcept;
+
   fallback_reason reason() const noexcept { return reason_; }
   const timekeeper_config& config() const noexcept { return config_; }
   double counter_hz() const noexcept;
@@ -149,6 +170,7 @@ class timekeeper {
   static void restart_line(track& t, const clock_sample& s) noexcept;
   static void add_point(track& t, const clock_sample& s) noexcept;
   static bool fit_line(const track& t, double& slope, double& intercept) noexcept;
+  double drift_rate() const noexcept;
   std::int64_t drift_allowance_ns() const noexcept;
   std::int64_t floor_after(bool raw, std::uint64_t c, std::int64_t kernel,
                            std::int64_t lead) const noexcept;
@@ -168,6 +190,11 @@ class timekeeper {
   std::uint64_t switch_point_after_close(std::uint64_t c) noexcept;
   switch_reading read_kernel_at_switch() noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
+  static std::int64_t time_on(const clock_line& l, std::uint64_t c, bool raw) noexcept;
+  // published_, read by the ticker outside an update (continue_line() may
+  // change it meanwhile).
+  clock_line line_now() noexcept;
+  void continue_bound(std::uint64_t c, std::uint64_t extended, std::int64_t extra_ns) noexcept;
 
   page& page_;
   detail::history_writer history_{page_.history};  // the page's lines, for stamps
@@ -210,6 +237,27 @@ class timekeeper {
   void note_counter_step(std::uint64_t ticks) noexcept;
   std::uint64_t resolution_ticks() const noexcept;
   std::uint64_t update_end() noexcept;
+
+  // Shared with continue_line(), under publish_lock_: published_ and
+  // history_ (above), the page's lines, and this.
+  pthread_mutex_t* publish_lock_ = nullptr;
+  struct continuation {
+    bool allowed = false;  // a line of this timekeeper's, counting
+    // How fast the line may drift from the kernel (a fraction): what each
+    // continuation adds to the page's lead and lag, per ns it extends the
+    // line by (drift_allowance_ns()'s rate).
+    double drift = 0;
+    double ns_per_tick = 0;
+    std::uint64_t ticked_c = 0;  // cycle_last of the ticker's last publish
+    // The counter value at which the bound's source reading is void
+    // (write_bound()): a continuation may not carry the bound past it.
+    std::uint64_t bound_void_c = 0;
+  };
+  continuation cont_{};
+  // The line this tick's samples were judged against (run_step()): tick()
+  // takes it at its start, before the samples.
+  clock_line tick_line_{};
+  std::uint64_t judged_on_c_ = 0;
 };
 
 }  // namespace vclock
