@@ -25,6 +25,7 @@
 #include "lib/timekeeper.h"
 #include "support/sanitizers.h"
 #include "vclock/detail/arch.h"
+#include "vclock/detail/arch/cpu_features.h"
 #include "vclock/detail/reader.h"
 #include "vclock/page.h"
 
@@ -299,6 +300,8 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
   ASSERT_TRUE(vclock::detail::take_snapshot(p, snap));
   std::uint64_t wrong = 0;
   std::uint64_t past_freeze = 0;
+  std::uint64_t older_than_history = 0;
+  const bool emulated = vclock::arch::running_under_emulation();
   for (const stamp& st : stamps) {
     vclock::detail::history_segment seg;
     bool have = false;
@@ -315,6 +318,14 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
       ++past_freeze;
       continue;
     }
+    // Under qemu-user the history holds only the last ~30 ms (its counter steps once a
+    // microsecond, so every update's rate correction takes a record of its own: docs/stamps.md),
+    // not this test's ~300 ms of stamps: an older stamp is an estimate there, within its bound.
+    if (emulated && status == vclock::detail::stamp_estimate &&
+        std::llabs(t.ns - st.value) <= t.bound_ns) {
+      ++older_than_history;
+      continue;
+    }
     if (status != vclock::detail::stamp_exact || t.ns != st.value) {
       if (++wrong <= 3 && !sanitized) {
         ADD_FAILURE() << "stamp status " << status << ", " << t.ns - st.value << " ns off";
@@ -323,11 +334,13 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
   }
   std::printf(
       "vanish of %.1f ms inside a tick: %llu continuations, coarse lag max %.3f ms, "
-      "%zu stamps (%llu past a switch point); history %llu entries, %llu keys\n",
+      "%zu stamps (%llu past a switch point, %llu older than the history); history %llu "
+      "entries, %llu keys\n",
       static_cast<double>(f.sources.returned_at() - f.sources.vanished_at()) / 1e6,
       static_cast<unsigned long long>(continued),
       static_cast<double>(worst_coarse_lag.load()) / 1e6, stamps.size(),
       static_cast<unsigned long long>(past_freeze),
+      static_cast<unsigned long long>(older_than_history),
       static_cast<unsigned long long>(snap.h.header.entries),
       static_cast<unsigned long long>(snap.h.header.keys));
   EXPECT_EQ(backwards.load(), 0u);
@@ -340,7 +353,11 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
   if (!sanitized) {
     EXPECT_EQ(coarse_backwards.load(), 0u);
     EXPECT_GE(continued, 10u);
-    EXPECT_LE(worst_coarse_lag.load(), tick_ns + tick_ns / 4 + 1'000'000);
+    // A period, the standby's eighth and a wake-up; not under qemu-user, whose threads run
+    // at the emulator's pace.
+    if (!emulated) {
+      EXPECT_LE(worst_coarse_lag.load(), tick_ns + tick_ns / 4 + 1'000'000);
+    }
     EXPECT_EQ(kernel_in_vanish.load(), 0u);
     EXPECT_EQ(wrong, 0u);
   }
