@@ -353,10 +353,13 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
   if (!sanitized) {
     EXPECT_EQ(coarse_backwards.load(), 0u);
     EXPECT_GE(continued, 10u);
-    // A period, the standby's eighth and a wake-up; not under qemu-user, whose threads run
-    // at the emulator's pace.
+    // The line moved through the vanish: without a continuation the coarse clocks stand
+    // still for the whole 100 ms. The bound is a quarter of the vanish, not a period plus a
+    // wake-up: five threads share two vCPUs here, and a standby or reader descheduled for a
+    // few ms (CI saw 8.7 ms) is the machine, not the continuation. The period's own bound is
+    // CoarseSaturation's. Not under qemu-user, whose threads run at the emulator's pace.
     if (!emulated) {
-      EXPECT_LE(worst_coarse_lag.load(), tick_ns + tick_ns / 4 + 1'000'000);
+      EXPECT_LE(worst_coarse_lag.load(), 25'000'000);
     }
     EXPECT_EQ(kernel_in_vanish.load(), 0u);
     EXPECT_EQ(wrong, 0u);
