@@ -231,6 +231,15 @@ int run(const options& o) {
   int pidfd = -1;
   if (o.exit_with_pid != 0) {
     pidfd = open_pidfd(o.exit_with_pid);
+    // `vclock run` does not wait for its private daemon: a short command
+    // may be gone before the daemon looks. Nothing to serve then, and the
+    // page it was given is cleaned up as at any other exit.
+    if (pidfd < 0 && errno == ESRCH && o.remove_on_exit) {
+      log("process %lld exited before this daemon started",
+          static_cast<long long>(o.exit_with_pid));
+      remove_page_and_directory(o.page);
+      return 0;
+    }
     if (pidfd < 0) {
       log("--exit-with-pid %lld: %s", static_cast<long long>(o.exit_with_pid),
           std::strerror(errno));

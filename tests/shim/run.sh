@@ -585,6 +585,10 @@ mkdir -m 1777 "$run_tmp"
 saved_tmpdir=${TMPDIR-}
 export TMPDIR=$run_tmp
 run_all
+# `vclock run` does not wait for its private daemon: a command that ends before the daemon has
+# looked for it (often, with no tracer to wait for) leaves it nothing to serve, and it must
+# still remove the page and the directory (vclockd --exit-with-pid: the process is gone).
+for _ in $(seq 10); do "$vclock" run --no-vdso -- true; done
 sleep 0.5 # the last private daemon sees its command exit and cleans up
 leftover=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'vclock-run.*' 2>/dev/null | head -n 3)
 if [[ -n $saved_tmpdir ]]; then export TMPDIR=$saved_tmpdir; else unset TMPDIR; fi

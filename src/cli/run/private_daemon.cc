@@ -1,19 +1,28 @@
-// Starting a private vclockd: a temporary directory, a notify socket in it
-// for the daemon's READY=1, and a double fork so that the daemon is no
-// child of the command that `vclock run` becomes.
+// Starting a private vclockd: a temporary directory, the page published in
+// it at once (a header over lines that say "ask the kernel"), and a double
+// fork so that the daemon is no child of the command that `vclock run`
+// becomes.
+//
+// Why not wait for the daemon: until its first tick a page sends every
+// reader to the kernel (max_delta 0, no coarse owner), which answers
+// exactly, as it does later while the counter calibrates; so the command
+// may start as soon as the page exists, and the daemon's exec and start
+// overlap the command's instead of preceding it (docs/performance.md,
+// "Start-up without a vclockd").
 #include "cli/run/private_daemon.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/un.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
+
+#include "lib/page_identity.h"
+#include "vclock/page.h"
 
 namespace vclock::cli {
 namespace {
@@ -26,24 +35,32 @@ std::string temporary_directory() {
   return pattern;
 }
 
-// An AF_UNIX datagram socket bound at `path`, or -1.
-int bind_notify_socket(const std::string& path) {
-  sockaddr_un address{};
-  if (path.size() >= sizeof(address.sun_path)) return -1;
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return -1;
+// The page as a daemon that has not ticked yet leaves it: its header (this
+// boot, this counter), every line zero. vclockd continues such a page as it
+// continues its own after a restart. Written before the command or the
+// daemon exists, in a directory no one else can write: no reader can see it
+// half written.
+bool publish_untouched_page(const std::string& path, std::string& error) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = "cannot create " + path + ": " + std::strerror(errno);
+    return false;
   }
-  return fd;
+  static page fresh;  // 4 KiB: not on the stack
+  std::memset(static_cast<void*>(&fresh), 0, sizeof(fresh));
+  write_header(fresh.header, read_machine_identity(), page_flag_shared);
+  fresh.header.writer_pid = 0;
+  const bool written = fchmod(fd, 0644) == 0 &&
+                       write(fd, &fresh, sizeof(fresh)) == static_cast<ssize_t>(sizeof(fresh));
+  if (!written) error = "cannot write " + path + ": " + std::strerror(errno);
+  close(fd);
+  if (!written) unlink(path.c_str());
+  return written;
 }
 
 // In the grandchild: the daemon, with no terminal and no stdio of ours.
 [[noreturn]] void exec_daemon(const std::string& vclockd, const std::string& page,
-                              const std::string& notify, pid_t serve_pid) {
+                              pid_t serve_pid) {
   const int null = open("/dev/null", O_RDWR);
   if (null >= 0) {
     dup2(null, 0);
@@ -51,32 +68,22 @@ int bind_notify_socket(const std::string& path) {
     dup2(null, 2);
     if (null > 2) close(null);
   }
-  setenv("NOTIFY_SOCKET", notify.c_str(), 1);
+  // Not the service manager's: a unit that runs `vclock run` is not told
+  // READY by the command's daemon.
+  unsetenv("NOTIFY_SOCKET");
   unsetenv("LD_PRELOAD");  // the shim stays out of the daemon
   const std::string pid = std::to_string(serve_pid);
   const char* argv[] = {vclockd.c_str(), "--page",           page.c_str(), "--exit-with-pid",
                         pid.c_str(),     "--remove-on-exit", nullptr};
   execv(vclockd.c_str(), const_cast<char* const*>(argv));
+  // The page stays, untouched: its readers ask the kernel; the directory is
+  // left behind (a daemon that cannot be run is said before this: access()).
   _exit(127);
-}
-
-// True once a READY=1 datagram arrives on `fd`, within `ready_ms`.
-bool wait_for_ready(int fd, int ready_ms) {
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    const int r = poll(&p, 1, ready_ms);
-    if (r <= 0) return false;  // a timeout (a slow calibration) is not an error of ours
-    char message[256];
-    const ssize_t n = recv(fd, message, sizeof(message) - 1, 0);
-    if (n <= 0) return false;
-    message[n] = '\0';
-    if (std::strstr(message, "READY=1") != nullptr) return true;
-  }
 }
 
 }  // namespace
 
-private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid, int ready_ms) {
+private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid) {
   private_daemon result;
   if (access(vclockd.c_str(), X_OK) != 0) {
     result.error = "no vclockd at '" + vclockd + "'";
@@ -88,34 +95,30 @@ private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid,
     return result;
   }
   const std::string page = dir + "/page";
-  const std::string notify = dir + "/notify";
-  const int socket_fd = bind_notify_socket(notify);
-  if (socket_fd < 0) {
-    result.error = std::string("cannot bind a notify socket: ") + std::strerror(errno);
+  if (!publish_untouched_page(page, result.error)) {
     rmdir(dir.c_str());
     return result;
   }
   const pid_t child = fork();
   if (child < 0) {
     result.error = std::string("fork: ") + std::strerror(errno);
-  } else if (child == 0) {
-    setsid();  // no terminal's signals: the command's Ctrl-C is the command's
-    if (fork() == 0) exec_daemon(vclockd, page, notify, serve_pid);
-    _exit(0);
-  } else {
-    int status = 0;
-    waitpid(child, &status, 0);
-    if (wait_for_ready(socket_fd, ready_ms)) {
-      result.page = page;
-    } else {
-      result.error =
-          "the private vclockd did not report ready in " + std::to_string(ready_ms) + " ms";
-    }
+    unlink(page.c_str());
+    rmdir(dir.c_str());
+    return result;
   }
-  close(socket_fd);
-  unlink(notify.c_str());
-  // On failure the daemon, if it runs at all, still exits with the command
-  // and removes the page and the directory.
+  if (child == 0) {
+    setsid();  // no terminal's signals: the command's Ctrl-C is the command's
+    if (fork() == 0) exec_daemon(vclockd, page, serve_pid);
+    _exit(0);
+  }
+  // The intermediate child, reaped: never left for the command to find.
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  // From here on the daemon, however soon the command ends, removes the
+  // page and the directory (it exits with the command, or at once if the
+  // command has ended before it looked).
+  result.page = page;
   return result;
 }
 

@@ -20,11 +20,10 @@ struct private_daemon {
 // (mkdtemp, mode 0700: the attach checks accept it), detached from this
 // process (it is not a child of the command, which may wait for all of its
 // children), told to exit when `serve_pid` does (pidfd) and to remove the
-// page then. Waits up to `ready_ms` for its READY=1: a valid page, sent
-// after the daemon's first tick, whether the counter is calibrated yet or
-// not (until it is, the page sends its readers to the kernel, which answers
-// exactly), so that the command does not wait for calibration.
-private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid, int ready_ms);
+// page then. Does not wait for it: the page is published here, before the
+// daemon runs, as one whose readers ask the kernel (exactly) until the
+// daemon's first tick, and then until its counter is calibrated.
+private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid);
 
 }  // namespace vclock::cli
 

@@ -41,12 +41,6 @@ constexpr const char* shim_name = "libvclock_preload.so";
 constexpr int exit_no_shim = 1;
 constexpr int exit_not_executable = 126;
 constexpr int exit_not_found = 127;
-// A private daemon is ready after its first tick (its calibration goes on
-// after that, the kernel answering meanwhile); past this, the command
-// starts anyway (its calls go to the kernel until the page is calibrated,
-// if it comes up at all).
-constexpr int private_ready_ms = 2000;
-
 std::string own_directory() {
   char path[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
@@ -354,8 +348,7 @@ int run_run(std::span<char* const> args) {
   // process attached to it, else a private vclockd for this command.
   if (std::getenv("VCLOCK_PAGE") == nullptr &&
       detail::current_source() != detail::page_source::shared) {
-    const private_daemon d =
-        start_private_daemon(own_directory() + "/vclockd", getpid(), private_ready_ms);
+    const private_daemon d = start_private_daemon(own_directory() + "/vclockd", getpid());
     if (d.page.empty()) {
       std::fprintf(
           stderr,
