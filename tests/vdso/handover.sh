@@ -592,6 +592,39 @@ else
   skip "another user: needs root, setpriv, and $vclock reachable by uid 65534"
 fi
 
+# --- a private daemon's page before its first tick -------------------------------------------
+# `vclock run` writes the private daemon's page itself and runs the command without waiting for
+# the daemon (docs/shim.md): until the daemon's first tick every reader of that page must ask
+# the kernel, with the command's virtual time applied from its first reading. Made certain by a
+# `vclockd` beside a copy of vclock that never touches the page (it exits at once): the image
+# (static probe, Go), and the shim (the dynamic `date`), each with --realtime +1d.
+if [[ ${#probes[@]} -gt 0 ]]; then
+  build=$(cd "$(dirname "$vclock")" && pwd)
+  mkdir -p "$work/untouched"
+  cp "$vclock" "$work/untouched/vclock"
+  ln -s "$build/libvclock_preload.so" "$build/vclock-vdso.so" "$work/untouched/"
+  printf '#!/bin/sh\nexit 0\n' >"$work/untouched/vclockd"
+  chmod 755 "$work/untouched/vclockd"
+  untouched=$work/untouched/vclock
+  p=${probes[0]}
+  before=$("$work/$p")
+  out=$("$untouched" run --realtime +1d -- "$work/$p")
+  dyn=$("$untouched" run --realtime +1d -- date +%s%N)
+  go_out=
+  [[ -x $work/go_probe ]] && go_out=$("$untouched" run --realtime +1d -- "$work/go_probe")
+  after=$("$work/$p")
+  in_bracket "untouched page, $p: realtime +1d" "$(field "$out" realtime)" \
+    $(($(field "$before" realtime) + day)) $(($(field "$after" realtime) + day))
+  in_bracket "untouched page, $p: monotonic the kernel's" "$(field "$out" monotonic)" \
+    "$(field "$before" monotonic)" "$(field "$after" monotonic)"
+  in_bracket "untouched page, date (the shim): realtime +1d" "$dyn" \
+    $(($(field "$before" realtime) + day)) $(($(field "$after" realtime) + day))
+  if [[ -n $go_out ]]; then
+    in_bracket "untouched page, Go's time.Now: realtime +1d" "$(field "$go_out" realtime)" \
+      $(($(field "$before" realtime) + day)) $(($(field "$after" realtime) + day))
+  fi
+fi
+
 # --- the follow-mode fallbacks, forced by the test-only inputs ----------------------------
 # Where the exec filter cannot be had the tracer follows the whole tree (docs/vdso.md). Two of
 # the reasons cannot be met on a test machine that has neither: Yama ptrace_scope 1 for a user
