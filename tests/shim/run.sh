@@ -589,6 +589,15 @@ run_all
 # looked for it (often, with no tracer to wait for) leaves it nothing to serve, and it must
 # still remove the page and the directory (vclockd --exit-with-pid: the process is gone).
 for _ in $(seq 10); do "$vclock" run --no-vdso -- true; done
+# The child that started the daemon is reaped before the exec: the command starts with no child
+# it did not make (read from the shell itself, a builtin: no child of its own yet).
+# shellcheck disable=SC2016 # the inner shell expands it
+children=$("$vclock" run -- sh -c 'read -r c < /proc/$$/task/$$/children; echo "[$c]"')
+if [[ $children == "[]" ]]; then
+  pass "[run] the command starts with no child of vclock run's"
+else
+  fail "[run] the command starts with children $children"
+fi
 sleep 0.5 # the last private daemon sees its command exit and cleans up
 leftover=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'vclock-run.*' 2>/dev/null | head -n 3)
 if [[ -n $saved_tmpdir ]]; then export TMPDIR=$saved_tmpdir; else unset TMPDIR; fi

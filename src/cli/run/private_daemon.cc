@@ -111,15 +111,23 @@ private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid)
     if (fork() == 0) exec_daemon(vclockd, page, serve_pid);
     _exit(0);
   }
-  // The intermediate child, reaped: never left for the command to find.
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  // The intermediate child is reaped later (reap_starter), just before the
+  // exec: never left for the command to find, and not waited for here,
+  // where its turn on a busy CPU would hold up everything that follows.
+  result.starter = child;
   // From here on the daemon, however soon the command ends, removes the
   // page and the directory (it exits with the command, or at once if the
   // command has ended before it looked).
   result.page = page;
   return result;
+}
+
+void reap_starter(private_daemon& d) {
+  if (d.starter <= 0) return;
+  int status = 0;
+  while (waitpid(d.starter, &status, 0) < 0 && errno == EINTR) {
+  }
+  d.starter = 0;
 }
 
 }  // namespace vclock::cli

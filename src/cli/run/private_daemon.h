@@ -14,6 +14,7 @@ namespace vclock::cli {
 struct private_daemon {
   std::string page;   // the page to point VCLOCK_PAGE at; "" if it failed
   std::string error;  // why it failed
+  pid_t starter = 0;  // the intermediate child, exited or exiting: reap_starter() reaps it
 };
 
 // Starts `vclockd` (the path) on a page in a fresh private directory
@@ -24,6 +25,10 @@ struct private_daemon {
 // daemon runs, as one whose readers ask the kernel (exactly) until the
 // daemon's first tick, and then until its counter is calibrated.
 private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid);
+
+// Reaps the child that started the daemon: before the command is exec'd,
+// so that the command never finds a child it did not make.
+void reap_starter(private_daemon& d);
 
 }  // namespace vclock::cli
 

@@ -346,9 +346,10 @@ int run_run(std::span<char* const> args) {
   }
   // The page: VCLOCK_PAGE as given, else the machine's vclockd if this
   // process attached to it, else a private vclockd for this command.
+  private_daemon d;
   if (std::getenv("VCLOCK_PAGE") == nullptr &&
       detail::current_source() != detail::page_source::shared) {
-    const private_daemon d = start_private_daemon(own_directory() + "/vclockd", getpid());
+    d = start_private_daemon(own_directory() + "/vclockd", getpid());
     if (d.page.empty()) {
       std::fprintf(
           stderr,
@@ -398,6 +399,7 @@ int run_run(std::span<char* const> args) {
                    args[i], reason.c_str());
     }
   }
+  reap_starter(d);
   std::fflush(nullptr);
   std::vector<char*> argv(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   argv.push_back(nullptr);
