@@ -9,7 +9,11 @@
 #     vclockd serving (VCLOCK_PAGE: the test's own, started and stopped by pid) and without
 #     (each `vclock run` starts a private one and waits for its READY);
 #   - execs: a shell running `busybox true` 100 times, plain and under `vclock run`, median of 20
-#     (each exec waits for the tracer).
+#     (each exec waits for the tracer);
+#   - the hot path, with the test's vclockd serving and calibrated: Go's time.Now() loop
+#     (go_probe loop) plain (the kernel's vDSO) and under `vclock run` (the image), and a static
+#     C probe's clock_gettime(MONOTONIC) loop (loop_probe.c) under `vclock run` against the same
+#     loop calling libvclock's vclock_gettime directly: ns per call, fastest of N each.
 # Prints the machine (CPU, clocksource) and the load before each row. Not a ctest: a figure.
 #   usage: bench.sh VCLOCK [N]      (N: runs per side, default 7)
 set -uo pipefail
@@ -26,6 +30,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/vclock-handover-bench.XXXXXX")
 export TMPDIR=$work/tmp
 mkdir -m 1777 "$TMPDIR"
 daemon_pid=
+# The daemon is stopped by its pid on any exit this script sees; it is also started with
+# --exit-with-pid $$, so that a bench killed outright (SIGKILL, a timeout) leaves no vclockd.
 cleanup() {
   stop_pid "$daemon_pid"
   rm -rf "$work"
@@ -103,7 +109,7 @@ if [[ -n $busybox ]] && ! file -L "$busybox" 2>/dev/null | grep -q 'dynamically 
   echo "start-up, no vclockd (a private one each run): busybox true $plain ms," \
     "vclock run -- busybox true $private ms, with --no-vdso $nohand ms (median of 20; $(load))"
   mkdir -m 755 "$work/daemon"
-  "$vclockd" --page "$work/daemon/page" 2>"$work/vclockd.log" &
+  "$vclockd" --page "$work/daemon/page" --exit-with-pid $$ 2>"$work/vclockd.log" &
   daemon_pid=$!
   if wait_attached "$vclock" "$work/daemon/page"; then
     plain=$(median_ms "$busybox" true)
@@ -125,4 +131,60 @@ if [[ -n $busybox ]] && ! file -L "$busybox" 2>/dev/null | grep -q 'dynamically 
   fi
 else
   echo "busybox-static: not here"
+fi
+
+# alternating LABEL KEY A-NAME B-NAME: runs the functions row_a and row_b in turn, runs times
+# each; prints the fastest KEY of each and B/A.
+alternating() {
+  local label=$1 key=$2 a_name=$3 b_name=$4 best_a='' best_b='' v i out
+  for ((i = 0; i < runs; i++)); do
+    out=$(row_a) && v=$(field "$out" "$key")
+    if [[ $v =~ ^[0-9.]+$ ]] && { [[ -z $best_a ]] || awk -v v="$v" -v b="$best_a" 'BEGIN { exit !(v < b) }'; }; then
+      best_a=$v
+    fi
+    out=$(row_b) && v=$(field "$out" "$key")
+    if [[ $v =~ ^[0-9.]+$ ]] && { [[ -z $best_b ]] || awk -v v="$v" -v b="$best_b" 'BEGIN { exit !(v < b) }'; }; then
+      best_b=$v
+    fi
+  done
+  if [[ -z $best_a || -z $best_b ]]; then
+    echo "$label: no reading ('$out')"
+    return
+  fi
+  echo "$label: $a_name $best_a ns, $b_name $best_b ns: $(ratio "$best_b" "$best_a")x" \
+    "(fastest of $runs each, alternating; $(load) after)"
+}
+
+# The hot path: the daemon's page, calibrated (until then every reader asks the kernel).
+build=$(dirname "$vclock")
+page=$work/daemon/page
+if [[ -n $daemon_pid ]] && kill -0 "$daemon_pid" 2>/dev/null; then
+  calibrated=
+  for _ in $(seq 100); do
+    status_json=$(VCLOCK_PAGE=$page "$vclock" status --json 2>/dev/null)
+    if grep -q '"mode": "counter"' <<<"$status_json" && ! grep -q calibrating <<<"$status_json"; then
+      calibrated=1
+      break
+    fi
+    sleep 0.1
+  done
+  [[ -n $calibrated ]] || echo "hot path: the page is not calibrated after 10 s (figures follow)"
+  if [[ -x $work/go_probe ]]; then
+    row_a() { "$work/go_probe" loop; }
+    row_b() { VCLOCK_PAGE=$page "$vclock" run -- "$work/go_probe" loop; }
+    alternating "Go time.Now() loop" ns_per_call plain "under the image"
+  fi
+  src=$(cd "$here/../.." && pwd)
+  if "$cc" -O2 -static -o "$work/loop_probe" "$here/loop_probe.c" 2>"$work/cc.err" &&
+    "$cc" -O2 -DVCLOCK_DIRECT -I"$src/include" -o "$work/loop_direct" "$here/loop_probe.c" \
+      -L"$build" -lvclock -Wl,-rpath,"$build" 2>>"$work/cc.err"; then
+    row_a() { VCLOCK_PAGE=$page "$work/loop_direct"; }
+    row_b() { VCLOCK_PAGE=$page "$vclock" run -- "$work/loop_probe"; }
+    alternating "static C clock_gettime(MONOTONIC) loop" ns_per_call "vclock_gettime directly" \
+      "under the image"
+  else
+    echo "loop_probe: did not build: $(head -c 300 "$work/cc.err")"
+  fi
+else
+  echo "hot path: no vclockd of this run's own"
 fi

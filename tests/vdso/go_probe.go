@@ -80,7 +80,7 @@ func main() {
 				best = perCall
 			}
 		}
-		fmt.Printf("%.2f ns/call\n", best)
+		fmt.Printf("ns_per_call %.2f\n", best)
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == "threads" {
