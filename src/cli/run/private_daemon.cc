@@ -50,6 +50,8 @@ bool publish_untouched_page(const std::string& path, std::string& error) {
   std::memset(static_cast<void*>(&fresh), 0, sizeof(fresh));
   write_header(fresh.header, read_machine_identity(), page_flag_shared);
   fresh.header.writer_pid = 0;
+  // For `vclock status` only (readers go by the lines): no daemon has published yet.
+  fresh.mode_reason = static_cast<std::uint32_t>(fallback_reason::not_started);
   const bool written = fchmod(fd, 0644) == 0 &&
                        write(fd, &fresh, sizeof(fresh)) == static_cast<ssize_t>(sizeof(fresh));
   if (!written) error = "cannot write " + path + ": " + std::strerror(errno);
