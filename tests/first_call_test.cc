@@ -21,11 +21,12 @@ namespace {
 
 // ThreadSanitizer holds a signal until its own code reaches a safe point, so under TSan a
 // handler never interrupts malloc or fork and the repetitions prove nothing more; each TSan
-// process also takes about a second to start. A tenth of the runs there. Under ASan a quarter:
+// process also takes about a second to start (a ManyThreads child 2.5 s). Two runs there, for
+// TSan to watch the first call's threads twice. Under ASan a quarter:
 // what ASan adds (a bad access in the handler's path) shows in any run, and the full count,
 // which is what catches the rare interleaving, runs in the release preset.
 #if defined(VCLOCK_TEST_TSAN)
-constexpr int repetitions_scale = 10;
+constexpr int repetitions_scale = 25;
 #elif defined(VCLOCK_TEST_ASAN)
 constexpr int repetitions_scale = 4;
 #else
