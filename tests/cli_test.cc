@@ -404,6 +404,9 @@ TEST(Cli, BadUsageExitsTwoWithOneLineOnStderr) {
       {"bench", "--gettime-perf=1"},
       {"bench", "--gettime-perf", "--cold"},
       {"bench", "--gettime-perf", "--threads", "2"},
+      {"bench", "--floor", "--cold"},
+      {"bench", "--floor", "--threads", "2"},
+      {"bench", "--floor", "--gettime-perf"},
       {"warp", "--seconds", "-1"},
       {"warp", "--clock", "sundial"},
       {"warp", "stray"},
@@ -469,6 +472,47 @@ TEST(Cli, BenchQuickJsonHasEveryRowAndSection) {
   }
   for (const char* section : {"machine", "cold", "tails", "threads"}) {
     EXPECT_NE(v.find(section), nullptr) << section;
+  }
+  expect_python_accepts(r.out);
+}
+
+// --floor: the rows the floor is compared with and the floor itself, and nothing else (no
+// other clock, no single-call section), in its own many short trials.
+TEST(Cli, BenchFloorHasTheFloorsRowsOnly) {
+  VCLOCK_SKIP_UNDER_EMULATION(VCLOCK_EMULATION_NO_CHILD_PROCESSES);
+  if (!have_cli()) GTEST_SKIP() << "VCLOCK_CLI_PATH not defined";
+  const cli_result r = run_cli({"bench", "--floor", "--quick", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json_value v = parse_or_fail(r.out);
+  ASSERT_NE(v.find("floor"), nullptr);
+  EXPECT_EQ(v.find("floor")->type, json_value::kind::boolean);
+  const json_value* method = v.find("method");
+  ASSERT_NE(method, nullptr);
+  ASSERT_NE(method->find("trial_ms"), nullptr);
+  EXPECT_LE(method->find("trial_ms")->number, 5);
+  const json_value* rows = v.find("rows");
+  ASSERT_NE(rows, nullptr);
+  std::vector<std::string> names;
+  for (const json_value& row : rows->items) {
+    ASSERT_NE(row.find("name"), nullptr);
+    ASSERT_NE(row.find("clock"), nullptr);
+    const std::string& name = row.find("name")->text;
+    const std::string& clock = row.find("clock")->text;
+    EXPECT_TRUE(clock.empty() || clock == "MONOTONIC") << name;
+    ASSERT_NE(row.find("min_ns"), nullptr) << name;
+    EXPECT_GT(row.find("min_ns")->number, 0) << name;
+    names.push_back(name);
+  }
+  const auto has = [&](const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  EXPECT_TRUE(has("vclock_gettime_ns(MONOTONIC)"));
+  EXPECT_TRUE(has("vclock::steady_clock::now"));
+  EXPECT_TRUE(has("call+ret"));
+  EXPECT_FALSE(has("vclock_gettime(MONOTONIC)"));
+  EXPECT_FALSE(has("vclock_time"));
+  for (const char* section : {"cold", "tails", "threads"}) {
+    EXPECT_EQ(v.find(section), nullptr) << section;
   }
   expect_python_accepts(r.out);
 }

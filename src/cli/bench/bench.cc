@@ -233,9 +233,26 @@ std::vector<thread_row> measure_threads(const std::vector<hot_row>& hot, int max
   return rows;
 }
 
+// The rows --floor keeps: what the floor is compared with (vclock's ordered
+// and relaxed MONOTONIC, the C++ clocks that inline the reader, the vDSO's
+// MONOTONIC that the ratios divide by) and the floor itself.
+std::vector<contender> floor_contenders(const std::vector<contender>& all) {
+  std::vector<contender> out;
+  for (const contender& c : all) {
+    const bool monotonic =
+        c.clock == "MONOTONIC" && (c.group == "vdso" || c.function == "vclock_gettime_ns" ||
+                                   c.function == "vclock_gettime_ns_relaxed");
+    if (monotonic || c.group == "c++" || c.group == "counter" || c.group == "floor") {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 int print_help(const tool::option_parser& parser) {
   std::printf(
       "Usage: vclock bench [--quick] [--json] [--cold] [--threads N]\n"
+      "       vclock bench --floor [--quick] [--json]\n"
       "       vclock bench --gettime-perf [--quick] [--json]\n\n"
       "Measures, side by side in one process pinned to one CPU: vclock (ordered and\n"
       "relaxed, timespec and _ns forms) and the kernel's vDSO for every fast-path clock,\n"
@@ -249,8 +266,13 @@ int print_help(const tool::option_parser& parser) {
       "A full run takes about a minute; --quick under 15 s.\n"
       "--gettime-perf runs instead the kernel selftest's loop (gettime_perf.c): the calls\n"
       "that fit in a span of the clock itself, for the vDSO and vclock's timespec and\n"
-      "_ns forms; best of 10 rounds of 0.3 s, about 45 s (--quick: 3 of 0.1 s, 5 s).\n\n%s",
+      "_ns forms; best of 10 rounds of 0.3 s, about 45 s (--quick: 3 of 0.1 s, 5 s).\n"
+      "--floor measures only the rows that the floor compares (the vDSO's and vclock's\n"
+      "MONOTONIC, the C++ clocks, the counter reads and the floor), hot cache only, in\n"
+      "%d trials of >= %.0f ms (--quick: %d): trials that short often run free of\n"
+      "interrupts and timekeeper ticks, which a 50 ms trial never is.\n\n%s",
       full_plan.trials, full_plan.trial_ms, quick_plan.trials, quick_plan.trial_ms,
+      floor_plan.trials, floor_plan.trial_ms, quick_floor_plan.trials,
       parser.options_help().c_str());
   return tool::exit_ok;
 }
@@ -267,6 +289,8 @@ int run_bench(std::span<char* const> args) {
   parser.add_flag("--json", &o.json, "print one JSON document instead of tables");
   parser.add_flag("--cold", &o.cold_every_clock,
                   "cold-cache figures for every clock, not only MONOTONIC");
+  parser.add_flag("--floor", &o.floor_only,
+                  "only the floor's rows (MONOTONIC, C++, counter, floor), many short trials");
   parser.add_flag("--gettime-perf", &o.gettime_perf,
                   "only the kernel's gettime_perf loop: calls per span of the clock");
   parser.add_int("--threads", "N", 1, 1024, &o.threads,
@@ -278,17 +302,30 @@ int run_bench(std::span<char* const> args) {
     return print_help(parser);
   }
   if (o.gettime_perf) {
+    if (o.floor_only) {
+      return tool::usage_error("bench", "--floor does not apply to --gettime-perf");
+    }
     if (o.cold_every_clock || o.threads != 0) {
       return tool::usage_error("bench", "--cold and --threads do not apply to --gettime-perf");
     }
     return run_gettime_perf(o.quick, o.json);
   }
+  if (o.floor_only && (o.cold_every_clock || o.threads != 0)) {
+    return tool::usage_error("bench", "--cold and --threads do not apply to --floor");
+  }
 
   prepare_contenders();
   results r;
   r.m = prepare_machine();
-  r.plan = o.quick ? quick_plan : full_plan;
+  r.plan =
+      o.floor_only ? (o.quick ? quick_floor_plan : floor_plan) : (o.quick ? quick_plan : full_plan);
   r.options = o;
+  if (o.floor_only) {
+    const std::vector<contender> hot = floor_contenders(hot_contenders());
+    r.hot = measure_hot(hot, r.plan);
+    print_results(r);
+    return tool::exit_ok;
+  }
   const std::vector<contender> hot = hot_contenders();
   const std::vector<contender> cold = single_call_contenders(o.cold_every_clock);
   const std::vector<contender> tails = single_call_contenders(false);

@@ -49,7 +49,8 @@ double round2(double v) { return std::round(v * 100) / 100; }
 std::string header_text(const results& r) {
   const status_snapshot& s = r.m.status;
   std::string out = "vclock bench";
-  out += r.options.quick ? " --quick\n" : "\n";
+  out += r.options.quick ? " --quick" : "";
+  out += r.options.floor_only ? " --floor\n" : "\n";
   out += tool::strformat("cpu        %s; %zu CPUs usable, pinned to CPU %d; load average %.2f\n",
                          r.m.cpu_model.c_str(), r.m.cpus.size(), r.m.pinned_cpu, r.m.load_average);
   out += tool::strformat("counter    %s at %.3f MHz%s; ordered reads use %s; rdtscp %s\n",
@@ -282,16 +283,23 @@ void json_sections(tool::json_writer& j, const results& r) {
 void print_results(const results& r) {
   if (r.options.json) {
     tool::json_writer j;
-    j.begin_object().field("command", "bench").field("quick", r.options.quick);
+    j.begin_object()
+        .field("command", "bench")
+        .field("quick", r.options.quick)
+        .field("floor", r.options.floor_only);
     json_machine(j, r);
     json_hot(j, r);
-    json_sections(j, r);
+    if (!r.options.floor_only) {
+      json_sections(j, r);
+    }
     j.end_object();
     std::fputs(j.str().c_str(), stdout);
     return;
   }
-  const std::string text = header_text(r) + hot_text(r) + timespec_text(r) + cold_text(r) +
-                           tails_text(r) + threads_text(r);
+  const std::string text = r.options.floor_only
+                               ? header_text(r) + hot_text(r)
+                               : header_text(r) + hot_text(r) + timespec_text(r) + cold_text(r) +
+                                     tails_text(r) + threads_text(r);
   std::fputs(text.c_str(), stdout);
 }
 

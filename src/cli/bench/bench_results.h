@@ -37,6 +37,7 @@ struct bench_options {
   bool json = false;
   bool cold_every_clock = false;
   bool gettime_perf = false;
+  bool floor_only = false;   // --floor: the floor's rows only, many short trials
   std::int64_t threads = 0;  // 0: as many as the process may use
 };
 
@@ -52,6 +53,11 @@ struct bench_plan {
 // The full run takes about a minute; --quick well under 15 s.
 constexpr bench_plan full_plan{20, 50, 5000, 1'000'000, 5, 50};
 constexpr bench_plan quick_plan{10, 10, 1000, 200'000, 5, 10};
+// --floor: rows a few ns apart, so a trial is short enough that many of them
+// see no timer interrupt and no timekeeper tick (4 ms), and the fastest is
+// the call's own cost; about 15 s (--quick: 2 s). No single-call sections.
+constexpr bench_plan floor_plan{300, 2, 0, 0, 0, 0};
+constexpr bench_plan quick_floor_plan{30, 2, 0, 0, 0, 0};
 
 struct machine {
   status_snapshot status;
