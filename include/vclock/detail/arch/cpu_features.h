@@ -155,7 +155,11 @@ VCLOCK_RESOLVER_SAFE std::uint64_t cost_of_32_reads() noexcept {
 // 8000_0021h EAX bit 2, or family >= 10h where Linux sets DE_CFG bit 1 at
 // boot); MFENCE;RDTSC on other AMD parts and unknown vendors. Where RDTSCP
 // exists, it also waits for earlier instructions, and it is used instead if
-// it measures faster here.
+// it measures clearly faster here: by more than a sixteenth. Back to back,
+// the two can tie within a cycle, which made the choice a coin toss per
+// process, while in the reader (a page load before the ordered read) RDTSCP
+// was the slower one (docs/performance.md, the inline reader against the
+// floor): a tie goes to the fence.
 VCLOCK_RESOLVER_SAFE inline counter_ordering choose_ordering() noexcept {
   unsigned a = 0, b = 0, c = 0, d = 0;
   cpuid(0, a, b, c, d);
@@ -185,7 +189,8 @@ VCLOCK_RESOLVER_SAFE inline counter_ordering choose_ordering() noexcept {
     const std::uint64_t fenced_cost = fenced == counter_ordering::lfence
                                           ? cost_of_32_reads<counter_ordering::lfence>()
                                           : cost_of_32_reads<counter_ordering::mfence>();
-    if (cost_of_32_reads<counter_ordering::rdtscp>() < fenced_cost) {
+    const std::uint64_t rdtscp_cost = cost_of_32_reads<counter_ordering::rdtscp>();
+    if (rdtscp_cost + rdtscp_cost / 16 < fenced_cost) {
       return counter_ordering::rdtscp;
     }
   }
