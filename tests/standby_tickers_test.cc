@@ -348,14 +348,14 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
       static_cast<unsigned long long>(snap.h.header.entries),
       static_cast<unsigned long long>(snap.h.header.keys));
   EXPECT_EQ(backwards.load(), 0u);
+  // Held under the sanitizers too, where a writer slowed past its line's
+  // validity between its switch point and the coarse line is common: there
+  // the coarse clocks went back by 2 to 24 ms while readers that met the
+  // coarse line mid-write answered the kernel (reader.h,
+  // read_live_coarse(); Reader.CoarseClocksNeverGoBackAcrossAWriterHeldUpInItsUpdate).
+  EXPECT_EQ(coarse_backwards.load(), 0u);
   EXPECT_GT(stamps.size(), 1000u);
-  // Under TSan the coarse clocks were seen going back by milliseconds
-  // outside the vanish, with the continuation disabled too (the writer
-  // slowed past the readers' waits): counted, not held, there.
-  std::printf("coarse readings below an earlier one: %llu\n",
-              static_cast<unsigned long long>(coarse_backwards.load()));
   if (!sanitized) {
-    EXPECT_EQ(coarse_backwards.load(), 0u);
     EXPECT_GE(continued, 10u);
     // The line moved through the vanish: without a continuation the coarse clocks stand
     // still for the whole 100 ms. The bound is a quarter of the vanish, not a period plus a
