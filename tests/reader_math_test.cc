@@ -671,6 +671,86 @@ TEST(Reader, CoarseCarefulPathFollowsTheKernelOnceTheLineIsStale) {
   });
 }
 
+// The coarse line as timekeeper.cc's write_coarse() leaves it for line `l`, with a live owner.
+void write_coarse_line(page& p, const clock_line& l, std::uint32_t seq) {
+  constexpr std::uint64_t owner = 4242;  // a thread id
+  constexpr std::int64_t s = 1'000'000'000;
+  p.coarse.seq = seq;
+  p.coarse.valid = owner;
+  p.coarse.mono_ns = l.mono_ns;
+  p.coarse.realtime_ns = l.realtime_ns;
+  p.coarse.mono_sec = l.mono_ns / s;
+  p.coarse.mono_nsec = l.mono_ns % s;
+  p.coarse.realtime_sec = l.realtime_ns / s;
+  p.coarse.realtime_nsec = l.realtime_ns % s;
+  p.coarse.time_word = static_cast<std::uint64_t>(l.realtime_ns / s) << 32 | owner;
+}
+
+// A live writer held up inside its update, past the line's validity (its vCPU gone for
+// 20 ms), driven step by step as publish() writes the page: the coarse line is written
+// after hot, from hot's bases at the switch point c, however late. A coarse reader that
+// meets the coarse line mid-write, or was held up in its careful path until the next
+// update, must not answer the kernel's time of now (hot stale, or frozen past c): the
+// readers after it get c's time from the line. Under TSan, with the writer slowed past the
+// line's validity, StandbyTickers saw the coarse clocks go back by 2 to 24 ms so.
+TEST(Reader, CoarseClocksNeverGoBackAcrossAWriterHeldUpInItsUpdate) {
+  for_each_kind([&]<clock_kind K>() {
+    if constexpr (vclock::detail::is_coarse(K)) {
+      const auto coarse = [](const page& p, fake_counter& counter, fake_kernel& kernel) {
+        return vclock::detail::read_coarse<K, vclock::detail::as_ns>(
+            p, [&]() noexcept { return vclock::detail::read_careful<K>(p, counter, kernel); });
+      };
+      auto p = make_page();
+      const clock_line k = typical_line(2);
+      p->hot = k;
+      write_coarse_line(*p, k, 2);
+      // publish(): the backup opened with line k, hot odd, the switch point c read, the
+      // backup frozen at c, the new line (bases: line k at c) stored, hot even again.
+      const std::uint64_t c = k.cycle_last + k.max_delta / 2;
+      clock_line next = k;
+      next.cycle_last = c;
+      const std::int64_t at_c = expected_time(clock_kind::monotonic, k, c);
+      next.realtime_ns += at_c - k.mono_ns;
+      next.boottime_ns += at_c - k.mono_ns;
+      next.mono_ns = at_c;
+      next.seq = 4;
+      p->backup = k;
+      p->backup.max_delta = c - k.cycle_last + 1;
+      p->backup.seq = 4;
+      p->hot = next;
+      const std::int64_t next_base = vclock::detail::load_base_ns<K>(next);
+      // Held up for 20 ms there, then write_coarse() begins: the coarse line odd.
+      p->coarse.seq = 3;
+      fake_counter now{c + next.max_delta + 60'000'000};  // 20 ms at 3 GHz
+      fake_kernel kernel{next_base + 20'000'000};
+      const std::int64_t mid_write = coarse(*p, now, kernel);
+      // write_coarse() ends: the coarse line holds c's time.
+      write_coarse_line(*p, next, 4);
+      const std::int64_t after = coarse(*p, now, kernel);
+      EXPECT_EQ(after, next_base);
+      EXPECT_LE(mid_write, after) << "the coarse clock went back";
+      EXPECT_EQ(mid_write, next_base);
+      // The next publish: the backup frozen at c2, hot odd, the writer held up 20 ms. A
+      // reader that met the coarse line mid-write above and was held up in its careful path
+      // until now answers no more than the line holds (readers after it get the line).
+      p->backup = next;
+      p->backup.max_delta = 1000;
+      p->backup.seq = 6;
+      p->hot.seq = 5;
+      fake_counter later{c + 1000 + 60'000'000};
+      fake_kernel later_kernel{next_base + 20'000'000};
+      const std::int64_t held_up = vclock::detail::read_careful<K>(*p, later, later_kernel);
+      EXPECT_LE(held_up, coarse(*p, later, later_kernel)) << "the coarse clock went back";
+      EXPECT_EQ(held_up, next_base);
+      // Its writer dead (FUTEX_OWNER_DIED), the coarse line is no one's: the careful path
+      // follows the kernel, lag_ns behind, as before.
+      p->coarse.time_word = p->coarse.time_word >> 32 << 32 | 0x40000000u;
+      p->backup_lag_ns = 300;
+      EXPECT_EQ(coarse(*p, later, later_kernel), next_base + 20'000'000 - 300);
+    }
+  });
+}
+
 TEST(Reader, PageOffAnswersFromTheKernelFlooredAtTheBase) {
   auto p = make_page();
   p->hot = typical_line(8);

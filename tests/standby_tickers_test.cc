@@ -124,18 +124,28 @@ bool realtime(pthread_t t) {
   return pthread_setschedparam(t, SCHED_FIFO, &param) == 0;
 }
 
-TEST(StandbyTickers, ATickingThreadThatKeepsTimeLeavesThemIdle) {
-  if (!two_cpus()) GTEST_SKIP() << "one CPU: vclockd starts no standby tickers";
-  fixture f;
-  standby_tickers s(f.tk);
+// Starts the standbys from a real-time thread, whose policy they inherit, as
+// vclockd does. False where they did not start so: the test is skipped (no
+// SCHED_FIFO here), or has failed.
+bool start_realtime(standby_tickers& s) {
   int started = -1;
-  // Started from a real-time thread, whose policy they inherit.
   std::thread starter([&] {
     if (realtime(pthread_self())) started = s.start();
   });
   starter.join();
-  if (started < 0) GTEST_SKIP() << "no SCHED_FIFO here (not root, or RLIMIT_RTPRIO 0)";
-  ASSERT_EQ(started, standby_tickers::max_threads);
+  if (started < 0) {
+    [] { GTEST_SKIP() << "no SCHED_FIFO here (not root, or RLIMIT_RTPRIO 0)"; }();
+    return false;
+  }
+  EXPECT_EQ(started, standby_tickers::max_threads);
+  return started == standby_tickers::max_threads;
+}
+
+TEST(StandbyTickers, ATickingThreadThatKeepsTimeLeavesThemIdle) {
+  if (!two_cpus()) GTEST_SKIP() << "one CPU: vclockd starts no standby tickers";
+  fixture f;
+  standby_tickers s(f.tk);
+  if (!start_realtime(s)) return;
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> own{0};
   std::thread ticking([&] {
@@ -177,13 +187,7 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
   using vclock::detail::clock_kind;
   fixture f;
   standby_tickers s(f.tk);
-  int started = -1;
-  std::thread starter([&] {
-    if (realtime(pthread_self())) started = s.start();
-  });
-  starter.join();
-  if (started < 0) GTEST_SKIP() << "no SCHED_FIFO here (not root, or RLIMIT_RTPRIO 0)";
-  ASSERT_EQ(started, standby_tickers::max_threads);
+  if (!start_realtime(s)) return;
   std::atomic<bool> done{false};
   std::atomic<bool> ticking_ready{false};
   pthread_t ticking_id{};
@@ -344,14 +348,14 @@ TEST(StandbyTickers, ATickerStoppedInsideItsTickHasItsLineContinued) {
       static_cast<unsigned long long>(snap.h.header.entries),
       static_cast<unsigned long long>(snap.h.header.keys));
   EXPECT_EQ(backwards.load(), 0u);
+  // Held under the sanitizers too, where a writer slowed past its line's
+  // validity between its switch point and the coarse line is common: there
+  // the coarse clocks went back by 2 to 24 ms while readers that met the
+  // coarse line mid-write answered the kernel (reader.h,
+  // read_live_coarse(); Reader.CoarseClocksNeverGoBackAcrossAWriterHeldUpInItsUpdate).
+  EXPECT_EQ(coarse_backwards.load(), 0u);
   EXPECT_GT(stamps.size(), 1000u);
-  // Under TSan the coarse clocks were seen going back by milliseconds
-  // outside the vanish, with the continuation disabled too (the writer
-  // slowed past the readers' waits): counted, not held, there.
-  std::printf("coarse readings below an earlier one: %llu\n",
-              static_cast<unsigned long long>(coarse_backwards.load()));
   if (!sanitized) {
-    EXPECT_EQ(coarse_backwards.load(), 0u);
     EXPECT_GE(continued, 10u);
     // The line moved through the vanish: without a continuation the coarse clocks stand
     // still for the whole 100 ms. The bound is a quarter of the vanish, not a period plus a

@@ -388,6 +388,8 @@ inline std::int64_t stale_answer(std::int64_t kernel, std::int64_t lead, std::in
 }
 
 // Everything the fast path does not handle, answered without waiting:
+//  - a coarse clock whose line's writer lives: that line, or the hot base
+//    it is being written from (read_live_coarse());
 //  - writer mid-update: read the backup line, frozen at the writer's
 //    switch point (time stands still for the rest of the update, but
 //    follows the kernel, lag_ns behind, if the writer stalls);
@@ -417,8 +419,58 @@ inline constexpr int max_spins = 1 << 12;
 // until the writer (or a restarted one) moves the seq.
 inline std::atomic<std::uint32_t> stuck_writer_seq{0};
 
+// The coarse clocks while their line's writer lives (owner word alive):
+// what the coarse line holds, or will hold once the write under way ends.
+// Never the kernel, nor the hot line's time past its base: the coarse line
+// is written after hot, from hot's bases (timekeeper.cc, write_coarse()),
+// so a writer held up after its switch point c (preempted, its vCPU gone)
+// publishes a coarse time of c however late it writes it, and a reader
+// that answered the kernel's time of now (hot stale by then, or frozen
+// past c) would be above what the readers after it get from the line:
+// the coarse clock would go back by as long as the writer was held up.
+// While the line is being written (seq odd), hot is even and holds the
+// bases being copied (one writer, under its publish lock: hot is odd only
+// outside write_coarse()), checked by reading the coarse seq again after
+// hot. A hot seq odd under an unchanged odd coarse seq is no live
+// writer's state: false, and the caller goes on as for a dead line.
+// Stale, the line stands still as its fast path does (a stopped writer,
+// docs/vclockd.md); dead, the caller follows the kernel.
+template <clock_kind K>
+inline bool read_live_coarse(const page& p, std::int64_t& out) noexcept {
+  static_assert(is_coarse(K));
+  constexpr bool realtime = K == clock_kind::realtime_coarse;
+  const coarse_line& c = p.coarse;
+  for (;;) {
+    const std::uint32_t seq = load(c.seq);
+    const auto owner = static_cast<std::uint32_t>(load(c.time_word));
+    const std::int64_t value = load(realtime ? c.realtime_ns : c.mono_ns);
+    if (!coarse_owner_alive(owner)) {
+      return false;
+    }
+    if ((seq & 1u) == 0) {
+      if (load_relaxed(c.seq) != seq) continue;
+      out = value;
+      return true;
+    }
+    const std::uint32_t hot_seq = load(p.hot.seq);
+    const std::int64_t base = load_base_ns<K>(p.hot);
+    if (load_relaxed(p.hot.seq) != hot_seq || load_relaxed(c.seq) != seq) {
+      continue;  // the writer moved on meanwhile: progress, not a wait
+    }
+    if ((hot_seq & 1u) != 0) {
+      return false;
+    }
+    out = base;
+    return true;
+  }
+}
+
 template <clock_kind K, class Counter, class Kernel>
 inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kernel) noexcept {
+  if constexpr (is_coarse(K)) {
+    std::int64_t live = 0;
+    if (read_live_coarse<K>(p, live)) return live;
+  }
   int spins = 0;
   for (;;) {
     const std::uint32_t hot_seq = load(p.hot.seq);
@@ -471,8 +523,9 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
       if (!unchanged_after_kernel()) continue;
       return k > base ? k : base;
     }
-    // A coarse clock checks the line's staleness too: its own line cannot
-    // tell when its writer died (page.h, owner words).
+    // A coarse clock comes here only with its line dead or off
+    // (read_live_coarse()), and checks the hot line's staleness too: its
+    // own line cannot tell when its writer died (page.h, owner words).
     std::uint64_t delta = now.value - cycle_last;
     if (static_cast<std::int64_t>(delta) < 0 && std::uint64_t{0} - delta <= max_lag_ticks) {
       delta = 0;  // another CPU's counter, a few ticks behind the writer's
