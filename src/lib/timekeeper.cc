@@ -477,14 +477,24 @@ void timekeeper::calibrate_step(const clock_sample& mono, const clock_sample& ra
       static_cast<std::uint64_t>(std::min(tick_ticks * config_.validity_ticks, half_second_ticks));
   // A line still in use (a previous writer's) keeps its shift: the
   // continuity of the first publish evaluates it with published_.shift.
-  const unsigned shift = published_.max_delta != 0 ? published_.shift : arch::fixed_shift;
+  // published_ is read and written under the publish lock: a standby's
+  // continue_line() reads it whole while this thread holds only the tick's
+  // (TSan saw that race in vclockd, calibrating while a standby looked).
+  unsigned shift = arch::fixed_shift;
+  {
+    const publish_guard guard(publish_lock_);
+    if (published_.max_delta != 0) shift = published_.shift;
+  }
   const mult_shift ms =
       choose_mult_shift(std::max(mono_.nominal, raw_.nominal) * headroom, wanted, shift);
   if (ms.max_delta == 0) {
     disable(fallback_reason::counter_too_slow);  // permanent: it will not speed up
     return;
   }
-  published_.shift = static_cast<std::uint8_t>(ms.shift);
+  {
+    const publish_guard guard(publish_lock_);
+    published_.shift = static_cast<std::uint8_t>(ms.shift);
+  }
   validity_delta_ = ms.max_delta;
   mono_.rate_uncertainty =
       static_cast<double>(mono.width_ns + calib_mono_.width_ns) / static_cast<double>(elapsed);
