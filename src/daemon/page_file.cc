@@ -39,9 +39,7 @@ bool publish_new_file(const std::string& path, const machine_identity& me, bool 
     return false;
   }
   static page fresh;  // 4 KiB: not on the stack
-  std::memset(static_cast<void*>(&fresh), 0, sizeof(fresh));
-  write_header(fresh.header, me, page_flag_shared);
-  fresh.header.writer_pid = 0;
+  write_untouched_page(fresh, me);
   const bool written = fchmod(fd, 0644) == 0 &&
                        pwrite(fd, &fresh, sizeof(fresh), 0) == static_cast<ssize_t>(sizeof(fresh));
   close(fd);

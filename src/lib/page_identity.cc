@@ -67,4 +67,10 @@ void write_header(page_header& h, const machine_identity& id, std::uint32_t flag
   h.counter_nominal_hz = id.counter_nominal_hz;
 }
 
+void write_untouched_page(page& p, const machine_identity& id) noexcept {
+  std::memset(static_cast<void*>(&p), 0, sizeof(p));
+  write_header(p.header, id, page_flag_shared);
+  p.header.writer_pid = 0;
+}
+
 }  // namespace vclock

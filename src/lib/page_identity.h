@@ -34,6 +34,11 @@ machine_identity read_machine_identity() noexcept;
 // machine.
 void write_header(page_header& h, const machine_identity& id, std::uint32_t flags) noexcept;
 
+// A shared page as no writer has published on it yet: all zero (every line
+// sends its readers to the kernel), a header for this machine, no writer's
+// pid. What vclockd and `vclock run` write to a new page file.
+void write_untouched_page(page& p, const machine_identity& id) noexcept;
+
 }  // namespace vclock
 
 #endif  // VCLOCK_SRC_LIB_PAGE_IDENTITY_H_

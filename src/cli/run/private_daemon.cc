@@ -47,9 +47,7 @@ bool publish_untouched_page(const std::string& path, std::string& error) {
     return false;
   }
   static page fresh;  // 4 KiB: not on the stack
-  std::memset(static_cast<void*>(&fresh), 0, sizeof(fresh));
-  write_header(fresh.header, read_machine_identity(), page_flag_shared);
-  fresh.header.writer_pid = 0;
+  write_untouched_page(fresh, read_machine_identity());
   // For `vclock status` only (readers go by the lines): no daemon has published yet.
   fresh.mode_reason = static_cast<std::uint32_t>(fallback_reason::not_started);
   const bool written = fchmod(fd, 0644) == 0 &&
