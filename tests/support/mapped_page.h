@@ -50,7 +50,7 @@ class mapped_page {
   }
 
   bool counter_mode() const { return vclock::test::page_in_counter_mode(*p_); }
-  // READY=1 says the page is valid, not calibrated: tests that need the counter wait for it.
+  // Tests that need the counter's answers wait for them (page_mode.h says why).
   bool wait_for_counter_mode() const { return vclock::test::wait_for_counter_mode(*p_); }
 
  private:

@@ -1,7 +1,8 @@
-// Waiting for a page's counter mode. vclockd's READY=1 says that its page is
-// valid, not that the counter is calibrated (src/daemon/main.cc: calibration
-// goes on after it, the kernel answering meanwhile), so a test that needs
-// the counter's answers waits for them here, with a timeout.
+// Waiting for a page's counter mode. vclockd's READY=1 comes after its first
+// calibrated publish, but a page can leave counter mode afterwards (a stall,
+// a restart continuing it, a page written by `vclock run` before its daemon
+// runs), so a test that needs the counter's answers waits for them here,
+// with a timeout.
 #ifndef VCLOCK_TESTS_SUPPORT_PAGE_MODE_H_
 #define VCLOCK_TESTS_SUPPORT_PAGE_MODE_H_
 
