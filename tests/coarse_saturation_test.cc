@@ -68,7 +68,7 @@ TEST(CoarseSaturation, VclockdsCoarseClocksLagNoMoreThanTheKernelsPlusOneMs) {
   temp_dir dir;
   const std::string page = dir.file("page");
   daemon_process d(VCLOCKD_PATH, {"--page", page}, dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   ASSERT_TRUE(vclock::test::wait_for_counter_mode(page)) << d.log();
   if (d.log().find("real-time scheduling: SCHED_FIFO") == std::string::npos) {
     d.stop(SIGTERM);

@@ -36,7 +36,7 @@ TEST(DaemonDirectory, MissingDirectoryIsCreatedAndThePagePublished) {
   const mode_t old_mask = umask(077);  // vclockd sets 0755 whatever the umask
   daemon_process d(VCLOCKD_PATH, {"--page", page_path, "--realtime", "off"}, dir.path());
   umask(old_mask);
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   for (const std::string& made : {run_dir, page_dir}) {
     struct stat st {};
     ASSERT_EQ(stat(made.c_str(), &st), 0) << made;

@@ -192,7 +192,7 @@ TEST(DaemonStall, ReadersKeepFullAccuracyThroughStopsAndARestart) {
   temp_dir dir;
   const std::string path = dir.file("page");
   auto d = std::make_unique<daemon_process>(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d->wait_for_notification("READY=1", 10s)) << d->log();
+  ASSERT_TRUE(d->wait_for_notification("READY=1", 30s)) << d->log();
   mapped_page m(path);
   ASSERT_NE(m.get(), nullptr);
   ASSERT_TRUE(m.wait_for_counter_mode()) << d->log();
@@ -213,7 +213,7 @@ TEST(DaemonStall, ReadersKeepFullAccuracyThroughStopsAndARestart) {
   r.enter(restarting);
   d->stop(SIGKILL);
   d = std::make_unique<daemon_process>(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d->wait_for_notification("READY=1", 10s)) << d->log();
+  ASSERT_TRUE(d->wait_for_notification("READY=1", 30s)) << d->log();
   r.enter(after_restart);
   std::this_thread::sleep_for(1s);
   r.stop();

@@ -150,7 +150,7 @@ TEST(Daemon, PublishesAPageThatAClientAttachesTo) {
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
 
   struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
@@ -193,7 +193,7 @@ TEST(Daemon, ReadyMeansTheCounterIsCalibrated) {
   const std::string path = dir.file("page");
   const auto started = std::chrono::steady_clock::now();
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 20s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   const auto ready_after = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   mapped_page m(path);
@@ -226,7 +226,7 @@ TEST(Daemon, ReadyComesAtOnceWhenTheCounterIsRefused) {
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path(), {"VCLOCK_COUNTER=distrust"});
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   mapped_page m(path);
   ASSERT_NE(m.get(), nullptr);
   EXPECT_EQ(static_cast<vclock::fallback_reason>(m.get()->mode_reason),
@@ -255,7 +255,7 @@ TEST(Daemon, ASecondDaemonOnThePageRefusesAndNamesTheFirst) {
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process first(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(first.wait_for_notification("READY=1", 10s)) << first.log();
+  ASSERT_TRUE(first.wait_for_notification("READY=1", 30s)) << first.log();
   daemon_process second(VCLOCKD_PATH, daemon_args(path), dir.path());
   const int status = second.stop(0, 10s);
   ASSERT_TRUE(WIFEXITED(status));
@@ -273,7 +273,7 @@ TEST(Daemon, RestartsKeepTheInodeAndReadersNeverGoBack) {
   temp_dir dir;
   const std::string path = dir.file("page");
   auto d = std::make_unique<daemon_process>(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d->wait_for_notification("READY=1", 10s)) << d->log();
+  ASSERT_TRUE(d->wait_for_notification("READY=1", 30s)) << d->log();
   const ino_t inode = inode_of(path);
   mapped_page m(path);
   ASSERT_NE(m.get(), nullptr);
@@ -292,7 +292,7 @@ TEST(Daemon, RestartsKeepTheInodeAndReadersNeverGoBack) {
     d->stop(signo);
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + 7 * (i % 3)));
     d = std::make_unique<daemon_process>(VCLOCKD_PATH, daemon_args(path), dir.path());
-    ASSERT_TRUE(d->wait_for_notification("READY=1", 10s)) << "restart " << i << ": " << d->log();
+    ASSERT_TRUE(d->wait_for_notification("READY=1", 30s)) << "restart " << i << ": " << d->log();
     EXPECT_EQ(inode_of(path), inode) << "restart " << i;
     EXPECT_NE(d->log().find("continuing the existing page"), std::string::npos) << d->log();
   }
@@ -339,7 +339,7 @@ TEST(Daemon, KilledMidUpdateNeverBlocksReaders) {
   mapped_page again(path);
   readers r(again, 2);
   d = std::make_unique<daemon_process>(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d->wait_for_notification("READY=1", 10s)) << d->log();
+  ASSERT_TRUE(d->wait_for_notification("READY=1", 30s)) << d->log();
   EXPECT_EQ(again.get()->hot.seq & 1u, 0u) << "the restart finished the half-written update";
   EXPECT_EQ(again.get()->backup.seq & 1u, 0u);
   EXPECT_TRUE(again.wait_for_counter_mode()) << d->log();
@@ -356,7 +356,7 @@ TEST(Daemon, KilledDaemonsCoarseClocksFollowTheKernel) {
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   mapped_page m(path);
   ASSERT_NE(m.get(), nullptr);
   ASSERT_TRUE(m.wait_for_counter_mode()) << d.log();  // the coarse line is published with it
@@ -391,7 +391,7 @@ TEST(Daemon, StoppedPastTheValidityWindowReadersFollowTheKernel) {
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   mapped_page m(path);
   ASSERT_NE(m.get(), nullptr);
   ASSERT_TRUE(m.wait_for_counter_mode()) << d.log();
@@ -451,7 +451,7 @@ TEST(Daemon, RewritesAPageFromAnotherBoot) {
   }
 
   daemon_process d(VCLOCKD_PATH, daemon_args(path), dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   EXPECT_NE(d.log().find("another boot"), std::string::npos) << d.log();
   EXPECT_EQ(inode_of(path), inode);
   mapped_page m(path);

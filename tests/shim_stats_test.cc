@@ -77,7 +77,7 @@ TEST(ShimStats, CountsEveryThreadsCallsEndedThreadsAndForkedChildrenIncluded) {
   const std::string page = dir.file("page");
   const std::string stats = dir.file("stats");
   daemon_process d(VCLOCKD_PATH, {"--page", page, "--realtime", "off"}, dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   ASSERT_TRUE(vclock::test::wait_for_counter_mode(page)) << d.log();
 
   // 300 threads in waves of 100: the third wave finds 56 free slots and takes over 44.
@@ -104,7 +104,7 @@ TEST(ShimStats, CallsAStoppedDaemonsPageCannotAnswerAreForwarded) {
   const std::string page = dir.file("page");
   const std::string stats = dir.file("stats");
   daemon_process d(VCLOCKD_PATH, {"--page", page, "--realtime", "off"}, dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   ASSERT_TRUE(vclock::test::wait_for_counter_mode(page)) << d.log();
   ASSERT_EQ(kill(d.pid(), SIGSTOP), 0);
   ASSERT_TRUE(d.wait_until_stopped(5s));

@@ -38,7 +38,7 @@ TEST(StatusStale, AStoppedDaemonsPageIsReportedAsTheReadersSeeIt) {
   temp_dir dir;
   const std::string path = dir.file("page");
   daemon_process d(VCLOCKD_PATH, {"--page", path, "--realtime", "off"}, dir.path());
-  ASSERT_TRUE(d.wait_for_notification("READY=1", 10s)) << d.log();
+  ASSERT_TRUE(d.wait_for_notification("READY=1", 30s)) << d.log();
   ASSERT_TRUE(vclock::test::wait_for_counter_mode(path)) << d.log();
 
   const auto fresh = status_of(path);
