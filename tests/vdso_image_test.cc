@@ -207,6 +207,8 @@ TEST_F(vdso_image, HotPathCarriesIntoTheNextSecond) {
   ASSERT_EQ(f_.gettimeofday(&tv, nullptr), 0);
   EXPECT_EQ(tv.tv_sec, 9);
   EXPECT_LT(tv.tv_usec, 500'000);
+  EXPECT_EQ(image_->config().stats.served, 3u);
+  EXPECT_EQ(image_->config().stats.fallback, 0u);
   c.host_page = 0;
   std::free(p);
 }

@@ -224,6 +224,37 @@ struct timeval_layout {  // struct timeval on x86-64, without <sys/time.h>
   return kernel_gettime(c, clock, ts);
 }
 
+// gettimeofday's every other call: a timezone asked for, a namespace, no
+// page, the page's unusual cases. Out of line, as gettime_general().
+[[gnu::noinline]] int gettimeofday_general(timeval* tv, struct timezone* tz) noexcept {
+  const image_config* c = active_config();
+  std::int64_t ns = 0;
+  if (tv != nullptr && served_ns(c, CLOCK_REALTIME, ns)) {
+    // The timezone is the kernel's to give: ask it for that alone.
+    if (tz != nullptr) {
+      const int r =
+          c->kernel_gettimeofday != 0
+              ? reinterpret_cast<gettimeofday_fn>(c->kernel_gettimeofday)(nullptr, tz)
+              : static_cast<int>(raw_syscall2(
+                    sys_gettimeofday, 0, static_cast<long>(reinterpret_cast<std::uintptr_t>(tz))));
+      if (r != 0) return r;
+    }
+    const timespec ts = to_timespec(ns);
+    auto* out = reinterpret_cast<timeval_layout*>(tv);
+    out->tv_sec = ts.tv_sec;
+    out->tv_usec = ts.tv_nsec / 1000;
+    count(&the_config()->stats.served);
+    return 0;
+  }
+  if (c != nullptr) count(&the_config()->stats.fallback);
+  if (c != nullptr && c->kernel_gettimeofday != 0) {
+    return reinterpret_cast<gettimeofday_fn>(c->kernel_gettimeofday)(tv, tz);
+  }
+  return static_cast<int>(raw_syscall2(sys_gettimeofday,
+                                       static_cast<long>(reinterpret_cast<std::uintptr_t>(tv)),
+                                       static_cast<long>(reinterpret_cast<std::uintptr_t>(tz))));
+}
+
 }  // namespace
 }  // namespace vclock::vdso
 
@@ -254,33 +285,22 @@ extern "C" {
   return gettime_general(clock, ts);
 }
 
+// REALTIME's hot path, without a timezone (the kernel's to give, asked
+// for on the general path).
 [[gnu::visibility("default")]] int vclock_vdso_gettimeofday(timeval* tv, struct timezone* tz) {
   const image_config* c = active_config();
-  std::int64_t ns = 0;
-  if (tv != nullptr && served_ns(c, CLOCK_REALTIME, ns)) {
-    // The timezone is the kernel's to give: ask it for that alone.
-    if (tz != nullptr) {
-      const int r =
-          c->kernel_gettimeofday != 0
-              ? reinterpret_cast<gettimeofday_fn>(c->kernel_gettimeofday)(nullptr, tz)
-              : static_cast<int>(raw_syscall2(
-                    sys_gettimeofday, 0, static_cast<long>(reinterpret_cast<std::uintptr_t>(tz))));
-      if (r != 0) return r;
+  if (host_only(c) && tv != nullptr && tz == nullptr) [[likely]] {
+    timespec r;
+    if (try_host_fast<clock_kind::realtime>(c, &r)) [[likely]] {
+      auto* out = reinterpret_cast<timeval_layout*>(tv);
+      out->tv_sec = r.tv_sec;
+      out->tv_usec = r.tv_nsec / 1000;
+      count(&the_config()->stats.served);
+      return 0;
     }
-    const timespec ts = to_timespec(ns);
-    auto* out = reinterpret_cast<timeval_layout*>(tv);
-    out->tv_sec = ts.tv_sec;
-    out->tv_usec = ts.tv_nsec / 1000;
-    count(&the_config()->stats.served);
-    return 0;
+    return gettimeofday_general(tv, nullptr);  // keeps `tz` dead across the counter read
   }
-  if (c != nullptr) count(&the_config()->stats.fallback);
-  if (c != nullptr && c->kernel_gettimeofday != 0) {
-    return reinterpret_cast<gettimeofday_fn>(c->kernel_gettimeofday)(tv, tz);
-  }
-  return static_cast<int>(raw_syscall2(sys_gettimeofday,
-                                       static_cast<long>(reinterpret_cast<std::uintptr_t>(tv)),
-                                       static_cast<long>(reinterpret_cast<std::uintptr_t>(tz))));
+  return gettimeofday_general(tv, tz);
 }
 
 [[gnu::visibility("default")]] long vclock_vdso_time(long* t) {
