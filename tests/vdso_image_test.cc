@@ -11,13 +11,16 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <memory>
 
 #include "lib/ordering.h"
 #include "lib/runtime.h"
+#include "vclock/detail/arch.h"
 #include "vclock/detail/reader.h"
 #include "vclock/ns_page.h"
+#include "vclock/page.h"
 #include "vclock/vclock.h"
 
 namespace {
@@ -165,6 +168,51 @@ TEST_F(vdso_image, ServesTheHostPage) {
   EXPECT_EQ(image_->config().stats.served, served + 2);
 }
 
+// The hot path, on a page built here: one ns per tick, cycle_last the
+// counter now, and each base 1 ns short of a whole second, so that the
+// elapsed time of any read carries into tv_sec (the carry as_timespec
+// makes after the counter read). The test's own page, not the process's:
+// that one may not be calibrated yet, and a read then goes to the careful
+// path, which answers in ns and splits them itself.
+TEST_F(vdso_image, HotPathCarriesIntoTheNextSecond) {
+  constexpr std::size_t size = (sizeof(vclock::page) + 4095) / 4096 * 4096;
+  auto* p = static_cast<vclock::page*>(std::aligned_alloc(4096, size));
+  ASSERT_NE(p, nullptr);
+  std::memset(static_cast<void*>(p), 0, size);
+  vclock::clock_line& l = p->hot;
+  l.mult = 1u << 31;  // half a ns per tick (shift 32): whatever the counter's rate, under 1 s
+  l.shift = 32;
+  l.max_delta = std::uint64_t{1} << 40;
+  l.mono_ns = 7 * ns_per_s - 1;
+  l.realtime_ns = 9 * ns_per_s - 1;
+  l.cycle_last =
+      vclock::arch::read_counter<vclock::arch::strongest_ordering>().value - 4;  // >= 2 ns in
+  auto& c = image_->config().config;
+  c.host_page = reinterpret_cast<std::uintptr_t>(p);
+  c.ordering = static_cast<std::uint32_t>(vclock::chosen_ordering());
+  image_->publish();
+  timespec m{};
+  timespec r{};
+  ASSERT_EQ(f_.clock_gettime(CLOCK_MONOTONIC, &m), 0);
+  ASSERT_EQ(f_.clock_gettime(CLOCK_REALTIME, &r), 0);
+  EXPECT_EQ(m.tv_sec, 7);
+  EXPECT_GE(m.tv_nsec, 0);
+  EXPECT_LT(m.tv_nsec, ns_per_s / 2);
+  EXPECT_EQ(r.tv_sec, 9);
+  EXPECT_GE(r.tv_nsec, 0);
+  EXPECT_LT(r.tv_nsec, ns_per_s / 2);
+  EXPECT_EQ(image_->config().stats.served, 2u);
+  EXPECT_EQ(image_->config().stats.fallback, 0u);
+  timeval tv{};
+  ASSERT_EQ(f_.gettimeofday(&tv, nullptr), 0);
+  EXPECT_EQ(tv.tv_sec, 9);
+  EXPECT_LT(tv.tv_usec, 500'000);
+  EXPECT_EQ(image_->config().stats.served, 3u);
+  EXPECT_EQ(image_->config().stats.fallback, 0u);
+  c.host_page = 0;
+  std::free(p);
+}
+
 // A namespace page built here (one copy in force, the same line before
 // and after the switch point): the image maps the kernel's host time.
 class vdso_image_namespace : public vdso_image {
@@ -214,6 +262,29 @@ TEST_F(vdso_image_namespace, RealtimeOffsetOfOneDay) {
   // MONOTONIC is not moved by a REALTIME offset.
   expect_in_brackets(CLOCK_MONOTONIC, 0);
   EXPECT_EQ(image_->config().stats.served, 4u);
+}
+
+// A virtual REALTIME before 1970 (an offset past the host's time): the
+// image floors, as the kernel would give a negative time: tv_sec -2 and a
+// tv_nsec in [0, 1e9) for -1.5 s, not -1 and -0.5 s.
+TEST_F(vdso_image_namespace, NegativeTimeFloors) {
+  const std::int64_t offset = -kernel_ns(CLOCK_REALTIME) - 1'500'000'000;
+  set_line(offset, vclock::rate_one_q32, CLOCK_REALTIME);
+  timespec ts{};
+  const std::int64_t before = kernel_ns(CLOCK_REALTIME);
+  ASSERT_EQ(f_.clock_gettime(CLOCK_REALTIME, &ts), 0);
+  const std::int64_t after = kernel_ns(CLOCK_REALTIME);
+  EXPECT_GE(ts.tv_nsec, 0);
+  EXPECT_LT(ts.tv_nsec, ns_per_s);
+  EXPECT_GE(timespec_ns(ts), before + offset);
+  EXPECT_LE(timespec_ns(ts), after + offset);
+  EXPECT_EQ(ts.tv_sec, -2);  // the test reads within 0.5 s of set_line()
+  timeval tv{};
+  ASSERT_EQ(f_.gettimeofday(&tv, nullptr), 0);
+  EXPECT_EQ(tv.tv_sec, -2);
+  EXPECT_GE(tv.tv_usec, 0);
+  EXPECT_LT(tv.tv_usec, 1'000'000);
+  EXPECT_EQ(f_.time(nullptr), -2);
 }
 
 TEST_F(vdso_image_namespace, RateTwo) {

@@ -162,19 +162,56 @@ template <clock_kind K>
   return ts;
 }
 
+// The hot path: MONOTONIC or REALTIME from the host page, no namespace, a
+// timespec to fill. Shaped as the library's gettime<O> (src/lib/api.cc):
+// inlined into the entry point, as_timespec (the page's base split before
+// the counter read, one conditional carry after it: no division by 1e9
+// after the counter read), and no call, so no stack frame. The ordering is
+// the config's, tested per call (the library binds it once, by ifunc): a
+// branch that is always predicted. False whenever try_read_fast()
+// cannot answer: the caller goes to the general path, which reads the page
+// again (read_fast(), then its careful path), as a call that had taken the
+// general path from the start would.
+template <clock_kind K, counter_ordering O>
+[[gnu::always_inline]] inline bool try_host_fast(const page& p, timespec* ts) noexcept {
+  timespec r;
+  if (!d::try_read_fast<K, d::as_timespec>(
+          p, [] { return arch::read_counter<O>(); }, r)) {
+    return false;
+  }
+  *ts = r;
+  return true;
+}
+
+template <clock_kind K>
+[[gnu::always_inline]] inline bool try_host_fast(const image_config* c, timespec* ts) noexcept {
+  const page& p = *reinterpret_cast<const page*>(c->host_page);
+  // Tests, not a switch: the installer's usual choices first.
+  const auto o = static_cast<counter_ordering>(c->ordering);
+  if (o == counter_ordering::lfence) return try_host_fast<K, counter_ordering::lfence>(p, ts);
+  if (o == counter_ordering::rdtscp) return try_host_fast<K, counter_ordering::rdtscp>(p, ts);
+  if (o == counter_ordering::none) return try_host_fast<K, counter_ordering::none>(p, ts);
+  return try_host_fast<K, counter_ordering::mfence>(p, ts);
+}
+
+// Whether the hot path may serve this call: a config, a host page, no
+// namespace page (a virtual clock needs its time in ns, host_ns()'s path).
+[[gnu::always_inline]] inline bool host_only(const image_config* c) noexcept {
+  return c != nullptr && c->ns_page == 0 && c->host_page != 0;
+}
+
 struct timeval_layout {  // struct timeval on x86-64, without <sys/time.h>
   long tv_sec;
   long tv_usec;
 };
 
-}  // namespace
-}  // namespace vclock::vdso
-
-using namespace vclock::vdso;  // NOLINT(google-build-using-namespace)
-
-extern "C" {
-
-[[gnu::visibility("default")]] int vclock_vdso_clock_gettime(clockid_t clock, timespec* ts) {
+// Every call the hot path does not answer: other clocks, a namespace, no
+// page, a null pointer, the page's unusual cases. Out of line, reached by a
+// tail jump: its frame and its calls are not the hot path's. It loads the
+// config again rather than take it from the hot path, which then keeps
+// only `ts` live across the counter read, as the library's does: no
+// callee-saved register, no stack frame.
+[[gnu::noinline]] int gettime_general(clockid_t clock, timespec* ts) noexcept {
   const image_config* c = active_config();
   std::int64_t ns = 0;
   // A null pointer goes to the kernel, which answers EFAULT (or EINVAL).
@@ -187,7 +224,9 @@ extern "C" {
   return kernel_gettime(c, clock, ts);
 }
 
-[[gnu::visibility("default")]] int vclock_vdso_gettimeofday(timeval* tv, struct timezone* tz) {
+// gettimeofday's every other call: a timezone asked for, a namespace, no
+// page, the page's unusual cases. Out of line, as gettime_general().
+[[gnu::noinline]] int gettimeofday_general(timeval* tv, struct timezone* tz) noexcept {
   const image_config* c = active_config();
   std::int64_t ns = 0;
   if (tv != nullptr && served_ns(c, CLOCK_REALTIME, ns)) {
@@ -214,6 +253,54 @@ extern "C" {
   return static_cast<int>(raw_syscall2(sys_gettimeofday,
                                        static_cast<long>(reinterpret_cast<std::uintptr_t>(tv)),
                                        static_cast<long>(reinterpret_cast<std::uintptr_t>(tz))));
+}
+
+}  // namespace
+}  // namespace vclock::vdso
+
+using namespace vclock::vdso;  // NOLINT(google-build-using-namespace)
+
+extern "C" {
+
+// MONOTONIC first (the commonest), then REALTIME, as the library's
+// gettime<O>: each its own inlined copy of the hot path.
+[[gnu::visibility("default")]] int vclock_vdso_clock_gettime(clockid_t clock, timespec* ts) {
+  const image_config* c = active_config();
+  if (host_only(c) && ts != nullptr) [[likely]] {
+    if (clock == CLOCK_MONOTONIC) [[likely]] {
+      if (try_host_fast<clock_kind::monotonic>(c, ts)) [[likely]] {
+        count(&the_config()->stats.served);
+        return 0;
+      }
+      return gettime_general(CLOCK_MONOTONIC, ts);
+    }
+    if (clock == CLOCK_REALTIME) {
+      if (try_host_fast<clock_kind::realtime>(c, ts)) [[likely]] {
+        count(&the_config()->stats.served);
+        return 0;
+      }
+      return gettime_general(CLOCK_REALTIME, ts);
+    }
+  }
+  return gettime_general(clock, ts);
+}
+
+// REALTIME's hot path, without a timezone (the kernel's to give, asked
+// for on the general path).
+[[gnu::visibility("default")]] int vclock_vdso_gettimeofday(timeval* tv, struct timezone* tz) {
+  const image_config* c = active_config();
+  if (host_only(c) && tv != nullptr && tz == nullptr) [[likely]] {
+    timespec r;
+    if (try_host_fast<clock_kind::realtime>(c, &r)) [[likely]] {
+      auto* out = reinterpret_cast<timeval_layout*>(tv);
+      out->tv_sec = r.tv_sec;
+      out->tv_usec = r.tv_nsec / 1000;
+      count(&the_config()->stats.served);
+      return 0;
+    }
+    return gettimeofday_general(tv, nullptr);  // keeps `tz` dead across the counter read
+  }
+  return gettimeofday_general(tv, tz);
 }
 
 [[gnu::visibility("default")]] long vclock_vdso_time(long* t) {

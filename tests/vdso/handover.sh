@@ -286,6 +286,25 @@ named_ns_case() {
       fail "--ns NAME: vclock status --pid: $out"
     fi
   fi
+  # The image's hot path (a host page, no namespace) under a calibrated page: 1.5 s of
+  # MONOTONIC and REALTIME reads, so some land just after a whole second, where the elapsed
+  # time carries into tv_sec: every tv_nsec in [0, 1e9), MONOTONIC never back.
+  if "$cc" -O2 -static -o "$work/loop_probe" "$here/loop_probe.c" 2>"$work/cc.err"; then
+    for _ in $(seq 100); do
+      out=$("$vclock" status --json 2>/dev/null)
+      grep -q '"mode": "counter"' <<<"$out" && ! grep -q calibrating <<<"$out" && break
+      sleep 0.1
+    done
+    out=$("$vclock" run -- "$work/loop_probe" check)
+    if [[ $(field "$out" out_of_range) == 0 && $(field "$out" backwards) == 0 &&
+      $(field "$out" seconds) -ge 1 ]]; then
+      pass "the image's hot path across whole seconds: $out"
+    else
+      fail "the image's hot path across whole seconds: '$out'"
+    fi
+  else
+    skip "loop_probe: cannot link it -static ($(head -c 200 "$work/cc.err"))"
+  fi
   "$vclock" ns rm "$name" >/dev/null 2>&1
   stop_pid "$daemon_pid"
   daemon_pid=
