@@ -830,13 +830,17 @@ TEST(StampSpan, AppendedRecordsConvertASpanExactly) {
             0);
   std::size_t covered = 0;
   std::size_t exact = 0;
+  std::size_t covered_live_estimates = 0;  // covered, but an estimate when converted live
   for (std::size_t i = 0; i < n; ++i) {
     const sample& s = samples[i];
     ASSERT_GE(status[i], 0) << "stamp " << i;
     std::size_t r = 0;  // the first record written after the stamp
     while (detail::stamp_record_end(records, r) < s.st.counter) ++r;
     ASSERT_LT(r, records.count);
-    if (begins[r] <= s.st.counter) ++covered;
+    if (begins[r] <= s.st.counter) {
+      ++covered;
+      if (s.live_status != detail::stamp_exact) ++covered_live_estimates;
+    }
     if (status[i] != detail::stamp_exact) continue;
     ++exact;
     EXPECT_LE(s.before, ns[i]) << "stamp " << i;
@@ -845,13 +849,18 @@ TEST(StampSpan, AppendedRecordsConvertASpanExactly) {
       EXPECT_EQ(ns[i], s.live_ns) << "stamp " << i;
     }
   }
-  std::printf("%zu stamps, %zu records, %zu covered, %zu exact, contiguous %d\n", n, records.count,
-              covered, exact, contiguous ? 1 : 0);
-  // A stamp a record's history holds converts exactly but inside an update
-  // (an estimate then): a few.
-  EXPECT_GE(exact + n / 50, covered);
+  std::printf(
+      "%zu stamps, %zu records, %zu covered, %zu exact, %zu covered live estimates, "
+      "contiguous %d\n",
+      n, records.count, covered, exact, covered_live_estimates, contiguous ? 1 : 0);
+  // A stamp a record's history holds converts exactly, except one taken
+  // inside an update, which the live conversion made an estimate of too.
+  // How many of those there are is the writer's scheduling (a writer
+  // preempted mid-update under load covers more stamps), so the count
+  // allowed is what the live conversions saw, not a share of n.
+  EXPECT_GE(exact + covered_live_estimates, covered);
   if (!contiguous) return;  // a slow build: records' histories shorter than 0.5 s
-  EXPECT_GE(exact + n / 50, n);
+  EXPECT_EQ(covered, n);
   for (std::size_t i = 0; i < n; ++i) {
     if (samples[i].live_status == detail::stamp_exact) {
       EXPECT_EQ(status[i], detail::stamp_exact) << i;
