@@ -23,8 +23,10 @@
 #include "cli/run/private_daemon.h"
 #include "cli/run/vdso_handover.h"
 #include "lib/ordering.h"
-#include "lib/runtime.h"
+#include "lib/page_identity.h"
+#include "lib/shared_page.h"
 #include "lib/timens_join.h"
+#include "lib/trust.h"
 #include "timens/kernel_timens.h"
 #include "timens/store.h"
 #include "timens/time_options.h"
@@ -51,6 +53,21 @@ std::string own_directory() {
 }
 
 bool is_readable_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+// The machine's vclockd page, where one serves and the command's shim
+// would attach to it ("" otherwise). `vclock run` asks this itself: it
+// runs with the library's timekeeper off (main.cc), so the library has
+// not attached. Asked once, with VCLOCK_PAGE unset.
+const std::string& machine_page() {
+  static const std::string path = [] {
+    if (decide_trust().reason != fallback_reason::none) return std::string();
+    alignas(page_bytes) static page probe;  // mapped over, and left so: 4 KiB
+    const attach_result r =
+        attach_shared_page(default_page_path, &probe, read_machine_identity(), true);
+    return r.refusal == page_refusal::none ? std::string(default_page_path) : std::string();
+  }();
+  return path;
+}
 
 }  // namespace
 
@@ -155,9 +172,10 @@ bool check_named_namespace(const std::string& name, std::string& path, std::stri
 
 // A user namespace (what --kernel-timens needs without root) can be
 // created only by a single-threaded process, and this one may have
-// vclock's parked timekeeper thread. Re-executes this very command line
-// with VCLOCK_DISABLE=1 (no thread) once; run_run() restores the variable
-// before anything else, so that the command never sees it.
+// vclock's parked timekeeper thread (not where main.cc kept the library
+// from starting it, as it does for every `vclock run`: then a fallback). Re-executes this very
+// command line with VCLOCK_DISABLE=1 (no thread) once; run_run() restores the variable before
+// anything else, so that the command never sees it.
 constexpr const char* reexec_marker = "VCLOCK_RUN_REEXEC_DISABLE";
 
 bool single_threaded() {
@@ -182,9 +200,8 @@ void reexec_single_threaded(std::span<char* const> args) {
   setenv("VCLOCK_DISABLE", "1", 1);
   // The page this process attached to, so that the next one need not
   // start a private daemon in its stead.
-  if (std::getenv("VCLOCK_PAGE") == nullptr &&
-      detail::current_source() == detail::page_source::shared) {
-    setenv("VCLOCK_PAGE", detail::page_path(), 1);
+  if (std::getenv("VCLOCK_PAGE") == nullptr && !machine_page().empty()) {
+    setenv("VCLOCK_PAGE", machine_page().c_str(), 1);
   }
   std::vector<char*> argv{const_cast<char*>("vclock"), const_cast<char*>("run")};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -210,9 +227,7 @@ bool hand_over_vdso(const std::string& shim, const std::string& ns_path, bool dy
     return false;
   }
   const char* page = std::getenv("VCLOCK_PAGE");
-  if (page == nullptr && detail::current_source() == detail::page_source::shared) {
-    page = detail::page_path();
-  }
+  if (page == nullptr && !machine_page().empty()) page = machine_page().c_str();
   if (page != nullptr && page[0] == '/' && access(page, R_OK) == 0) h.plan.host_page = page;
   h.plan.ns_page = ns_path;
   h.plan.ordering = static_cast<std::uint32_t>(chosen_ordering());
@@ -347,8 +362,7 @@ int run_run(std::span<char* const> args) {
   // The page: VCLOCK_PAGE as given, else the machine's vclockd if this
   // process attached to it, else a private vclockd for this command.
   private_daemon d;
-  if (std::getenv("VCLOCK_PAGE") == nullptr &&
-      detail::current_source() != detail::page_source::shared) {
+  if (std::getenv("VCLOCK_PAGE") == nullptr && machine_page().empty()) {
     d = start_private_daemon(own_directory() + "/vclockd", getpid());
     if (d.page.empty()) {
       std::fprintf(
