@@ -624,6 +624,19 @@ if command -v strace >/dev/null; then
 else
   echo "NOTE  [run] no strace: whether vclock run starts a thread is not checked"
 fi
+# The private daemon starts with the tracer (from its starter child) where there is one: a
+# `vclock run` that ends before either (time options, and no vDSO image beside a copy of it
+# and of the shim) leaves no page of it behind (the leftover check below).
+mkdir "$work/no-image"
+cp "$vclock" "$(dirname "$vclock")/vclockd" "$shim" "$work/no-image/"
+rc=0
+"$work/no-image/${vclock##*/}" run --shim "$work/no-image/${shim##*/}" --realtime +1d -- true \
+  2>"$work/no-image/err" || rc=$?
+if ((rc == 1)) && grep -q "no vclock-vdso.so" "$work/no-image/err"; then
+  pass "[run] no vDSO image, time options: exit 1, the reason said"
+else
+  fail "[run] no vDSO image, time options: exit $rc, $(head -c 300 "$work/no-image/err")"
+fi
 sleep 0.5 # the last private daemon sees its command exit and cleans up
 leftover=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'vclock-run.*' 2>/dev/null | head -n 3)
 if [[ -n $saved_tmpdir ]]; then export TMPDIR=$saved_tmpdir; else unset TMPDIR; fi

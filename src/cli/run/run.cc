@@ -215,10 +215,11 @@ enum class handover_mode { off, static_programs, all_programs };
 // Starts the tracer that gives static programs (all with --vdso) the vclock
 // vDSO image, serving the page and the namespace the shim would read.
 bool hand_over_vdso(const std::string& shim, const std::string& ns_path, bool dynamic_too,
-                    const char* command, std::string& reason) {
+                    const char* command, private_daemon* daemon, std::string& reason) {
   handover_options h;
   h.command = command;
   h.dynamic_too = dynamic_too;
+  h.daemon = daemon;
   const std::string own = own_directory();
   h.plan.image = find_vdso_image(shim, own + "/" + VCLOCK_SHIM_FROM_BINDIR);
   if (h.plan.image.empty()) h.plan.image = find_vdso_image(own + "/", "");  // a build tree
@@ -359,11 +360,15 @@ int run_run(std::span<char* const> args) {
     std::fprintf(stderr, "vclock run: %s\n", why.c_str());
     return exit_no_shim;
   }
-  // The page: VCLOCK_PAGE as given, else the machine's vclockd if this
-  // process attached to it, else a private vclockd for this command.
-  private_daemon d;
-  if (std::getenv("VCLOCK_PAGE") == nullptr && machine_page().empty()) {
-    d = start_private_daemon(own_directory() + "/vclockd", getpid());
+  // The page: VCLOCK_PAGE as given, else the machine's vclockd if one
+  // serves, else a private vclockd for this command: its page now, the
+  // daemon itself with the tracer (one double fork for both), or now where
+  // there is no tracer or this process is about to enter a kernel time
+  // namespace (which its children would share: the daemon must not).
+  const bool needs_daemon = std::getenv("VCLOCK_PAGE") == nullptr && machine_page().empty();
+  private_daemon d = needs_daemon ? prepare_private_daemon(own_directory() + "/vclockd", getpid())
+                                  : private_daemon{};
+  if (needs_daemon) {
     if (d.page.empty()) {
       std::fprintf(
           stderr,
@@ -372,6 +377,7 @@ int run_run(std::span<char* const> args) {
       setenv("VCLOCK_PAGE", "off", 1);
     } else {
       setenv("VCLOCK_PAGE", d.page.c_str(), 1);
+      if (handover == handover_mode::off || kernel_timens) start_private_daemon(d);
     }
   }
   if (vclock_options.changes_clocks()) {
@@ -398,7 +404,8 @@ int run_run(std::span<char* const> args) {
   }
   if (handover != handover_mode::off) {
     std::string reason;
-    if (!hand_over_vdso(shim, ns_path, handover == handover_mode::all_programs, args[i], reason)) {
+    if (!hand_over_vdso(shim, ns_path, handover == handover_mode::all_programs, args[i],
+                        d.page.empty() || d.started ? nullptr : &d, reason)) {
       // Never silent (issue 22): asked for virtual time, the user learns
       // that static programs would not get it, before anything runs.
       if ((options.changes_clocks() || !options.ns.empty()) && !allow_unreached) {
@@ -413,6 +420,7 @@ int run_run(std::span<char* const> args) {
                    args[i], reason.c_str());
     }
   }
+  start_private_daemon(d);  // where the tracer's starter did not (none, or it failed)
   reap_starter(d);
   std::fflush(nullptr);
   std::vector<char*> argv(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());

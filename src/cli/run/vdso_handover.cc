@@ -457,9 +457,13 @@ bool start_handover(const handover_options& options, std::string& reason) {
     close(to_tracer[1]);
     close(from_tracer[0]);
     const pid_t tracer = fork();
-    if (tracer != 0) _exit(tracer > 0 ? 0 : 1);
-    tracer_main(target, by_exec, to_tracer[0], from_tracer[1], options);
+    if (tracer == 0) tracer_main(target, by_exec, to_tracer[0], from_tracer[1], options);
+    // The private daemon after the tracer, whose answer `vclock run` waits
+    // for; this child's exit detaches both.
+    if (options.daemon != nullptr) spawn_private_daemon(*options.daemon);
+    _exit(tracer > 0 ? 0 : 1);
   }
+  if (child > 0 && options.daemon != nullptr) options.daemon->started = true;
   close(to_tracer[0]);
   close(from_tracer[1]);
   const auto fail = [&](const std::string& why) {
