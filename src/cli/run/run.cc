@@ -43,13 +43,19 @@ constexpr const char* shim_name = "libvclock_preload.so";
 constexpr int exit_no_shim = 1;
 constexpr int exit_not_executable = 126;
 constexpr int exit_not_found = 127;
-std::string own_directory() {
-  char path[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return "";
-  path[n] = '\0';
-  const char* slash = std::strrchr(path, '/');
-  return slash == nullptr ? "" : std::string(path, static_cast<std::size_t>(slash - path));
+// Asked once (a readlink of /proc/self/exe is a /proc lookup, on every
+// command's way): the shim, the image and vclockd are all found from it.
+const std::string& own_directory() {
+  static const std::string dir = [] {
+    char path[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n <= 0) return std::string();
+    path[n] = '\0';
+    const char* slash = std::strrchr(path, '/');
+    return slash == nullptr ? std::string()
+                            : std::string(path, static_cast<std::size_t>(slash - path));
+  }();
+  return dir;
 }
 
 bool is_readable_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
