@@ -84,7 +84,7 @@ std::string find_shim(const std::string& requested, std::string& why) {
   } else if (const char* env = std::getenv("VCLOCK_SHIM"); env != nullptr && env[0] != '\0') {
     candidates.emplace_back(env);
   } else {
-    const std::string dir = own_directory();
+    const std::string& dir = own_directory();
     candidates.push_back(dir + "/" + VCLOCK_SHIM_FROM_BINDIR + "/" + shim_name);
     candidates.push_back(dir + "/" + shim_name);
   }
@@ -226,7 +226,7 @@ bool hand_over_vdso(const std::string& shim, const std::string& ns_path, bool dy
   h.command = command;
   h.dynamic_too = dynamic_too;
   h.daemon = daemon;
-  const std::string own = own_directory();
+  const std::string& own = own_directory();
   h.plan.image = find_vdso_image(shim, own + "/" + VCLOCK_SHIM_FROM_BINDIR);
   if (h.plan.image.empty()) h.plan.image = find_vdso_image(own + "/", "");  // a build tree
   if (h.plan.image.empty()) {
