@@ -621,6 +621,15 @@ if command -v strace >/dev/null; then
   else
     fail "[run] vclock run started $threads threads"
   fi
+  # The command is looked for in PATH before the exec, so that only its exec goes through the
+  # tracer (each exec is a round trip to it), not one per directory tried.
+  failed=$(PATH=/nonexistent-1:/nonexistent-2:$PATH VCLOCK_PAGE=off strace -f -qq -e trace=execve \
+    -o /dev/stdout "$vclock" run --no-vdso -- true | grep -c ENOENT || true)
+  if [[ $failed == 0 ]]; then
+    pass "[run] the command found in PATH first: one exec"
+  else
+    fail "[run] $failed execs failed on the command's way (PATH tried exec by exec)"
+  fi
 else
   echo "NOTE  [run] no strace: whether vclock run starts a thread is not checked"
 fi

@@ -216,6 +216,28 @@ void reexec_single_threaded(std::span<char* const> args) {
   execv("/proc/self/exe", argv.data());
 }
 
+// Where execvp() would find `command`: the first directory of PATH that
+// holds an executable regular file of that name ("" where the command has a
+// '/', PATH is unset, or there is none).
+std::string command_in_path(const char* command) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr || command[0] == '\0' || std::strchr(command, '/') != nullptr) return "";
+  std::string_view rest = path;
+  for (;;) {
+    const std::size_t colon = rest.find(':');
+    const std::string_view dir = rest.substr(0, colon);
+    // An empty entry is the current directory, as execvp() takes it.
+    std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + command;
+    struct stat file {};
+    if (stat(candidate.c_str(), &file) == 0 && S_ISREG(file.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (colon == std::string_view::npos) return "";
+    rest.remove_prefix(colon + 1);
+  }
+}
+
 enum class handover_mode { off, static_programs, all_programs };
 
 // Starts the tracer that gives static programs (all with --vdso) the vclock
@@ -431,6 +453,14 @@ int run_run(std::span<char* const> args) {
   std::fflush(nullptr);
   std::vector<char*> argv(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   argv.push_back(nullptr);
+  // Under the exec filter every exec, failed or not, is a round trip
+  // through the tracer, and execvp() tries each directory of PATH in turn:
+  // the program is looked for here first, and only its exec goes out.
+  // Anything else (not found, or an exec that fails) is left to execvp(),
+  // which then says what it would have.
+  if (const std::string found = command_in_path(argv[0]); !found.empty()) {
+    execv(found.c_str(), argv.data());
+  }
   execvp(argv[0], argv.data());
   const int error = errno;
   stop_handover();
