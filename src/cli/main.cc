@@ -1,6 +1,8 @@
 // `vclock`: the command-line tool. Dispatches to the subcommands; each
 // parses its own options (tool/args.h) and returns the exit status of API.md.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -109,10 +111,50 @@ int run(std::span<char* const> args) {
   return c->run(args.subspan(1));
 }
 
+// `vclock run` only starts a command: it reads no clock of its own, so the
+// library's in-process timekeeper (a thread, created as the library loads,
+// and again in every child that fork() makes: the tracer, the private
+// daemon's starters) would be pure start-up cost on the command's way.
+// VCLOCK_DISABLE=1 keeps the library's constructor from starting it; this
+// constructor runs before the library's (a lower priority runs first) and
+// the variable is given back its value in main(), before anything reads
+// it, so that the command sees the environment it was given. `vclock run`
+// asks itself whether a vclockd serves (cli/run/run.cc): the library did
+// not attach.
+// Constant-initialised (no static constructor of its own, which would run
+// after this one and undo it).
+struct saved_variable {
+  bool saved = false;
+  char* value = nullptr;  // nullptr: it was unset
+};
+saved_variable disable_before_run;
+constexpr const char* disable_variable = "VCLOCK_DISABLE";
+
+[[gnu::constructor(101)]] void no_timekeeper_for_run(int argc, char** argv, char**) {
+  if (argc < 2 || argv == nullptr || argv[1] == nullptr || std::strcmp(argv[1], "run") != 0) {
+    return;
+  }
+  const char* value = std::getenv(disable_variable);
+  disable_before_run.value = value != nullptr ? strdup(value) : nullptr;
+  if (value != nullptr && disable_before_run.value == nullptr) return;  // out of memory: leave it
+  disable_before_run.saved = setenv(disable_variable, "1", 1) == 0;
+}
+
+void restore_environment() {
+  if (!disable_before_run.saved) return;
+  if (disable_before_run.value == nullptr) {
+    unsetenv(disable_variable);
+  } else {
+    setenv(disable_variable, disable_before_run.value, 1);
+  }
+  disable_before_run.saved = false;
+}
+
 }  // namespace
 }  // namespace vclock::cli
 
 int main(int argc, char** argv) {
+  vclock::cli::restore_environment();
   const std::span<char* const> args(argv, static_cast<std::size_t>(argc));
   const int status = vclock::cli::run(args.subspan(1));
   // A full pipe (`vclock bench | head`) is not a failed check.

@@ -598,6 +598,54 @@ if [[ $children == "[]" ]]; then
 else
   fail "[run] the command starts with children $children"
 fi
+# `vclock run` keeps the library's timekeeper off while it runs (VCLOCK_DISABLE=1 set before the
+# library loads, cli/main.cc): the command gets the variable as it was given, set or not.
+# shellcheck disable=SC2016 # the inner shell expands it
+seen=$(
+  unset VCLOCK_DISABLE
+  "$vclock" run --no-vdso -- sh -c 'echo "[${VCLOCK_DISABLE-unset}]"'
+)$(VCLOCK_DISABLE=0 "$vclock" run --no-vdso -- sh -c 'echo "[${VCLOCK_DISABLE-unset}]"')
+if [[ $seen == "[unset][0]" ]]; then
+  pass "[run] the command gets VCLOCK_DISABLE as it was given"
+else
+  fail "[run] the command got VCLOCK_DISABLE $seen, not [unset][0]"
+fi
+# ...and so starts no thread, in itself or in the children it forks (a thread is start-up time
+# on the command's way). strace sees every clone; --no-vdso, since the tracer would find
+# `vclock run` already traced; VCLOCK_PAGE=off: no private vclockd (which has threads).
+if command -v strace >/dev/null; then
+  threads=$(VCLOCK_PAGE=off strace -f -qq -e trace=clone,clone3 -o /dev/stdout \
+    "$vclock" run --no-vdso -- true | grep -c CLONE_THREAD || true)
+  if [[ $threads == 0 ]]; then
+    pass "[run] vclock run starts no thread"
+  else
+    fail "[run] vclock run started $threads threads"
+  fi
+  # The command is looked for in PATH before the exec, so that only its exec goes through the
+  # tracer (each exec is a round trip to it), not one per directory tried.
+  failed=$(PATH=/nonexistent-1:/nonexistent-2:$PATH VCLOCK_PAGE=off strace -f -qq -e trace=execve \
+    -o /dev/stdout "$vclock" run --no-vdso -- true | grep -c ENOENT || true)
+  if [[ $failed == 0 ]]; then
+    pass "[run] the command found in PATH first: one exec"
+  else
+    fail "[run] $failed execs failed on the command's way (PATH tried exec by exec)"
+  fi
+else
+  echo "NOTE  [run] no strace: whether vclock run starts a thread is not checked"
+fi
+# The private daemon starts with the tracer (from its starter child) where there is one: a
+# `vclock run` that ends before either (time options, and no vDSO image beside a copy of it
+# and of the shim) leaves no page of it behind (the leftover check below).
+mkdir "$work/no-image"
+cp "$vclock" "$(dirname "$vclock")/vclockd" "$shim" "$work/no-image/"
+rc=0
+"$work/no-image/${vclock##*/}" run --shim "$work/no-image/${shim##*/}" --realtime +1d -- true \
+  2>"$work/no-image/err" || rc=$?
+if ((rc == 1)) && grep -q "no vclock-vdso.so" "$work/no-image/err"; then
+  pass "[run] no vDSO image, time options: exit 1, the reason said"
+else
+  fail "[run] no vDSO image, time options: exit $rc, $(head -c 300 "$work/no-image/err")"
+fi
 sleep 0.5 # the last private daemon sees its command exit and cleans up
 leftover=$(find "$run_tmp" -mindepth 1 -maxdepth 1 -name 'vclock-run.*' 2>/dev/null | head -n 3)
 if [[ -n $saved_tmpdir ]]; then export TMPDIR=$saved_tmpdir; else unset TMPDIR; fi

@@ -1,7 +1,8 @@
 // Starting a private vclockd: a temporary directory, the page published in
 // it at once (a header over lines that say "ask the kernel"), and a double
 // fork so that the daemon is no child of the command that `vclock run`
-// becomes.
+// becomes: the tracer's own where there is a tracer (vdso_handover.cc: its
+// starter child forks the daemon too), else one of its own.
 //
 // Why not wait for the daemon: until its first tick a page sends every
 // reader to the kernel (max_delta 0, no coarse owner), which answers
@@ -20,6 +21,8 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "lib/page_identity.h"
 #include "vclock/page.h"
@@ -59,8 +62,7 @@ bool publish_untouched_page(const std::string& path, std::string& error) {
 }
 
 // In the grandchild: the daemon, with no terminal and no stdio of ours.
-[[noreturn]] void exec_daemon(const std::string& vclockd, const std::string& page,
-                              pid_t serve_pid) {
+[[noreturn]] void exec_daemon(const private_daemon& d) {
   const int null = open("/dev/null", O_RDWR);
   if (null >= 0) {
     dup2(null, 0);
@@ -68,14 +70,13 @@ bool publish_untouched_page(const std::string& path, std::string& error) {
     dup2(null, 2);
     if (null > 2) close(null);
   }
-  // Not the service manager's: a unit that runs `vclock run` is not told
-  // READY by the command's daemon.
-  unsetenv("NOTIFY_SOCKET");
-  unsetenv("LD_PRELOAD");  // the shim stays out of the daemon
-  const std::string pid = std::to_string(serve_pid);
-  const char* argv[] = {vclockd.c_str(), "--page",           page.c_str(), "--exit-with-pid",
-                        pid.c_str(),     "--remove-on-exit", nullptr};
-  execv(vclockd.c_str(), const_cast<char* const*>(argv));
+  std::vector<char*> argv;
+  for (const std::string& a : d.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> env;
+  for (const std::string& e : d.env) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
+  execve(argv[0], argv.data(), env.data());
   // The page stays, untouched: its readers ask the kernel; the directory is
   // left behind (a daemon that cannot be run is said before this: access()).
   _exit(127);
@@ -83,7 +84,24 @@ bool publish_untouched_page(const std::string& path, std::string& error) {
 
 }  // namespace
 
-private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid) {
+private_daemon::private_daemon(private_daemon&& other) noexcept
+    : page(std::move(other.page)),
+      error(std::move(other.error)),
+      starter(other.starter),
+      started(other.started),
+      argv(std::move(other.argv)),
+      env(std::move(other.env)) {
+  other.page.clear();
+  other.starter = 0;
+}
+
+private_daemon::~private_daemon() {
+  if (page.empty() || started) return;
+  unlink(page.c_str());
+  rmdir(page.substr(0, page.rfind('/')).c_str());
+}
+
+private_daemon prepare_private_daemon(const std::string& vclockd, pid_t serve_pid) {
   private_daemon result;
   if (access(vclockd.c_str(), X_OK) != 0) {
     result.error = "no vclockd at '" + vclockd + "'";
@@ -99,27 +117,46 @@ private_daemon start_private_daemon(const std::string& vclockd, pid_t serve_pid)
     rmdir(dir.c_str());
     return result;
   }
+  result.argv = {vclockd,           "--page", page, "--exit-with-pid", std::to_string(serve_pid),
+                 "--remove-on-exit"};
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    // Not the service manager's: a unit that runs `vclock run` is not told
+    // READY by the command's daemon. And the shim stays out of the daemon.
+    if (entry.starts_with("NOTIFY_SOCKET=") || entry.starts_with("LD_PRELOAD=")) continue;
+    result.env.emplace_back(entry);
+  }
+  result.page = page;
+  return result;
+}
+
+void spawn_private_daemon(const private_daemon& d) {
+  if (d.page.empty()) return;
+  if (fork() == 0) {
+    setsid();  // no terminal's signals: the command's Ctrl-C is the command's
+    exec_daemon(d);
+  }
+}
+
+void start_private_daemon(private_daemon& d) {
+  if (d.page.empty() || d.started) return;
   const pid_t child = fork();
   if (child < 0) {
-    result.error = std::string("fork: ") + std::strerror(errno);
-    unlink(page.c_str());
-    rmdir(dir.c_str());
-    return result;
+    d.error = std::string("fork: ") + std::strerror(errno);
+    return;  // the page goes with `d`
   }
   if (child == 0) {
-    setsid();  // no terminal's signals: the command's Ctrl-C is the command's
-    if (fork() == 0) exec_daemon(vclockd, page, serve_pid);
+    spawn_private_daemon(d);
     _exit(0);
   }
   // The intermediate child is reaped later (reap_starter), just before the
   // exec: never left for the command to find, and not waited for here,
   // where its turn on a busy CPU would hold up everything that follows.
-  result.starter = child;
+  d.starter = child;
   // From here on the daemon, however soon the command ends, removes the
   // page and the directory (it exits with the command, or at once if the
   // command has ended before it looked).
-  result.page = page;
-  return result;
+  d.started = true;
 }
 
 void reap_starter(private_daemon& d) {

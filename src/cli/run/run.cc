@@ -23,8 +23,10 @@
 #include "cli/run/private_daemon.h"
 #include "cli/run/vdso_handover.h"
 #include "lib/ordering.h"
-#include "lib/runtime.h"
+#include "lib/page_identity.h"
+#include "lib/shared_page.h"
 #include "lib/timens_join.h"
+#include "lib/trust.h"
 #include "timens/kernel_timens.h"
 #include "timens/store.h"
 #include "timens/time_options.h"
@@ -41,16 +43,37 @@ constexpr const char* shim_name = "libvclock_preload.so";
 constexpr int exit_no_shim = 1;
 constexpr int exit_not_executable = 126;
 constexpr int exit_not_found = 127;
-std::string own_directory() {
-  char path[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) return "";
-  path[n] = '\0';
-  const char* slash = std::strrchr(path, '/');
-  return slash == nullptr ? "" : std::string(path, static_cast<std::size_t>(slash - path));
+// Asked once (a readlink of /proc/self/exe is a /proc lookup, on every
+// command's way): the shim, the image and vclockd are all found from it.
+const std::string& own_directory() {
+  static const std::string dir = [] {
+    char path[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n <= 0) return std::string();
+    path[n] = '\0';
+    const char* slash = std::strrchr(path, '/');
+    return slash == nullptr ? std::string()
+                            : std::string(path, static_cast<std::size_t>(slash - path));
+  }();
+  return dir;
 }
 
 bool is_readable_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+// The machine's vclockd page, where one serves and the command's shim
+// would attach to it ("" otherwise). `vclock run` asks this itself: it
+// runs with the library's timekeeper off (main.cc), so the library has
+// not attached. Asked once, with VCLOCK_PAGE unset.
+const std::string& machine_page() {
+  static const std::string path = [] {
+    if (decide_trust().reason != fallback_reason::none) return std::string();
+    alignas(page_bytes) static page probe;  // mapped over, and left so: 4 KiB
+    const attach_result r =
+        attach_shared_page(default_page_path, &probe, read_machine_identity(), true);
+    return r.refusal == page_refusal::none ? std::string(default_page_path) : std::string();
+  }();
+  return path;
+}
 
 }  // namespace
 
@@ -61,7 +84,7 @@ std::string find_shim(const std::string& requested, std::string& why) {
   } else if (const char* env = std::getenv("VCLOCK_SHIM"); env != nullptr && env[0] != '\0') {
     candidates.emplace_back(env);
   } else {
-    const std::string dir = own_directory();
+    const std::string& dir = own_directory();
     candidates.push_back(dir + "/" + VCLOCK_SHIM_FROM_BINDIR + "/" + shim_name);
     candidates.push_back(dir + "/" + shim_name);
   }
@@ -155,9 +178,10 @@ bool check_named_namespace(const std::string& name, std::string& path, std::stri
 
 // A user namespace (what --kernel-timens needs without root) can be
 // created only by a single-threaded process, and this one may have
-// vclock's parked timekeeper thread. Re-executes this very command line
-// with VCLOCK_DISABLE=1 (no thread) once; run_run() restores the variable
-// before anything else, so that the command never sees it.
+// vclock's parked timekeeper thread (not where main.cc kept the library
+// from starting it, as it does for every `vclock run`: then a fallback). Re-executes this very
+// command line with VCLOCK_DISABLE=1 (no thread) once; run_run() restores the variable before
+// anything else, so that the command never sees it.
 constexpr const char* reexec_marker = "VCLOCK_RUN_REEXEC_DISABLE";
 
 bool single_threaded() {
@@ -182,9 +206,8 @@ void reexec_single_threaded(std::span<char* const> args) {
   setenv("VCLOCK_DISABLE", "1", 1);
   // The page this process attached to, so that the next one need not
   // start a private daemon in its stead.
-  if (std::getenv("VCLOCK_PAGE") == nullptr &&
-      detail::current_source() == detail::page_source::shared) {
-    setenv("VCLOCK_PAGE", detail::page_path(), 1);
+  if (std::getenv("VCLOCK_PAGE") == nullptr && !machine_page().empty()) {
+    setenv("VCLOCK_PAGE", machine_page().c_str(), 1);
   }
   std::vector<char*> argv{const_cast<char*>("vclock"), const_cast<char*>("run")};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -193,16 +216,39 @@ void reexec_single_threaded(std::span<char* const> args) {
   execv("/proc/self/exe", argv.data());
 }
 
+// Where execvp() would find `command`: the first directory of PATH that
+// holds an executable regular file of that name ("" where the command has a
+// '/', PATH is unset, or there is none).
+std::string command_in_path(const char* command) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr || command[0] == '\0' || std::strchr(command, '/') != nullptr) return "";
+  std::string_view rest = path;
+  for (;;) {
+    const std::size_t colon = rest.find(':');
+    const std::string_view dir = rest.substr(0, colon);
+    // An empty entry is the current directory, as execvp() takes it.
+    std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + command;
+    struct stat file {};
+    if (stat(candidate.c_str(), &file) == 0 && S_ISREG(file.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (colon == std::string_view::npos) return "";
+    rest.remove_prefix(colon + 1);
+  }
+}
+
 enum class handover_mode { off, static_programs, all_programs };
 
 // Starts the tracer that gives static programs (all with --vdso) the vclock
 // vDSO image, serving the page and the namespace the shim would read.
 bool hand_over_vdso(const std::string& shim, const std::string& ns_path, bool dynamic_too,
-                    const char* command, std::string& reason) {
+                    const char* command, private_daemon* daemon, std::string& reason) {
   handover_options h;
   h.command = command;
   h.dynamic_too = dynamic_too;
-  const std::string own = own_directory();
+  h.daemon = daemon;
+  const std::string& own = own_directory();
   h.plan.image = find_vdso_image(shim, own + "/" + VCLOCK_SHIM_FROM_BINDIR);
   if (h.plan.image.empty()) h.plan.image = find_vdso_image(own + "/", "");  // a build tree
   if (h.plan.image.empty()) {
@@ -210,9 +256,7 @@ bool hand_over_vdso(const std::string& shim, const std::string& ns_path, bool dy
     return false;
   }
   const char* page = std::getenv("VCLOCK_PAGE");
-  if (page == nullptr && detail::current_source() == detail::page_source::shared) {
-    page = detail::page_path();
-  }
+  if (page == nullptr && !machine_page().empty()) page = machine_page().c_str();
   if (page != nullptr && page[0] == '/' && access(page, R_OK) == 0) h.plan.host_page = page;
   h.plan.ns_page = ns_path;
   h.plan.ordering = static_cast<std::uint32_t>(chosen_ordering());
@@ -344,12 +388,15 @@ int run_run(std::span<char* const> args) {
     std::fprintf(stderr, "vclock run: %s\n", why.c_str());
     return exit_no_shim;
   }
-  // The page: VCLOCK_PAGE as given, else the machine's vclockd if this
-  // process attached to it, else a private vclockd for this command.
-  private_daemon d;
-  if (std::getenv("VCLOCK_PAGE") == nullptr &&
-      detail::current_source() != detail::page_source::shared) {
-    d = start_private_daemon(own_directory() + "/vclockd", getpid());
+  // The page: VCLOCK_PAGE as given, else the machine's vclockd if one
+  // serves, else a private vclockd for this command: its page now, the
+  // daemon itself with the tracer (one double fork for both), or now where
+  // there is no tracer or this process is about to enter a kernel time
+  // namespace (which its children would share: the daemon must not).
+  const bool needs_daemon = std::getenv("VCLOCK_PAGE") == nullptr && machine_page().empty();
+  private_daemon d = needs_daemon ? prepare_private_daemon(own_directory() + "/vclockd", getpid())
+                                  : private_daemon{};
+  if (needs_daemon) {
     if (d.page.empty()) {
       std::fprintf(
           stderr,
@@ -358,6 +405,7 @@ int run_run(std::span<char* const> args) {
       setenv("VCLOCK_PAGE", "off", 1);
     } else {
       setenv("VCLOCK_PAGE", d.page.c_str(), 1);
+      if (handover == handover_mode::off || kernel_timens) start_private_daemon(d);
     }
   }
   if (vclock_options.changes_clocks()) {
@@ -384,7 +432,8 @@ int run_run(std::span<char* const> args) {
   }
   if (handover != handover_mode::off) {
     std::string reason;
-    if (!hand_over_vdso(shim, ns_path, handover == handover_mode::all_programs, args[i], reason)) {
+    if (!hand_over_vdso(shim, ns_path, handover == handover_mode::all_programs, args[i],
+                        d.page.empty() || d.started ? nullptr : &d, reason)) {
       // Never silent (issue 22): asked for virtual time, the user learns
       // that static programs would not get it, before anything runs.
       if ((options.changes_clocks() || !options.ns.empty()) && !allow_unreached) {
@@ -399,10 +448,19 @@ int run_run(std::span<char* const> args) {
                    args[i], reason.c_str());
     }
   }
+  start_private_daemon(d);  // where the tracer's starter did not (none, or it failed)
   reap_starter(d);
   std::fflush(nullptr);
   std::vector<char*> argv(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   argv.push_back(nullptr);
+  // Under the exec filter every exec, failed or not, is a round trip
+  // through the tracer, and execvp() tries each directory of PATH in turn:
+  // the program is looked for here first, and only its exec goes out.
+  // Anything else (not found, or an exec that fails) is left to execvp(),
+  // which then says what it would have.
+  if (const std::string found = command_in_path(argv[0]); !found.empty()) {
+    execv(found.c_str(), argv.data());
+  }
   execvp(argv[0], argv.data());
   const int error = errno;
   stop_handover();

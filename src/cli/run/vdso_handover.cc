@@ -355,12 +355,27 @@ bool may_attach_to_any_descendant() {
   return false;
 }
 
-// The tracer's side of the start: says its pid, waits for the target's
-// PR_SET_PTRACER, attaches, says how that went (0 or errno): the check that
-// the command can be reached at all. Then the target says which way the
-// tree is followed: with the exec filter's listener (exec by exec), or
-// without (attached again, from now on, as before the filter).
-[[noreturn]] void tracer_main(pid_t target, int to_tracer, int from_tracer,
+// What the tracer tells `vclock run` once it has tried to attach: 0 or
+// the errno of PTRACE_SEIZE, and its pid (for PR_SET_PTRACER and
+// stop_handover()).
+struct attach_report {
+  int result = 0;
+  pid_t tracer = 0;
+};
+
+// The tracer's side of the start, in as few hand-offs as the way the tree
+// is followed allows (each is a wait for a process to be scheduled):
+//   - with the exec filter (`by_exec`: this tracer may attach to any
+//     process of the tree): attaches to the target (the check that the
+//     command can be reached at all) and lets go at once, reports, then
+//     takes the filter's listener, which the target sends without waiting
+//     for an answer (the filter's first notice waits in the kernel until
+//     it is read); only where the filter could not be installed (no
+//     listener comes) attaches again and says so, as without the filter;
+//   - without (Yama: only a process the target named may attach): says
+//     its pid, waits for the target's PR_SET_PTRACER, attaches for good,
+//     reports, and follows the tree.
+[[noreturn]] void tracer_main(pid_t target, bool by_exec, int to_tracer, int from_tracer,
                               const handover_options& options) {
   setsid();
   prctl(PR_SET_NAME, tracer_name, 0, 0, 0);
@@ -373,26 +388,40 @@ bool may_attach_to_any_descendant() {
     dup2(null, STDIN_FILENO);
     dup2(null, STDOUT_FILENO);  // a pipe reading the command's output must not wait for us
   }
-  const pid_t self = getpid();
-  char go = 0;
-  if (!write_all(from_tracer, &self, sizeof(self)) || !read_all(to_tracer, &go, 1)) _exit(1);
-  int result = 0;
-  if (ptrace(PTRACE_SEIZE, target, nullptr, trace_options) != 0) result = errno;
-  write_all(from_tracer, &result, sizeof(result));
-  if (result != 0) _exit(0);
-  // Let go at once: the target may stop meanwhile (the intermediate
-  // child's SIGCHLD), and a stop would wait for a tracer that waits for it.
-  if (!detach_target(target)) _exit(1);
+  attach_report report;
+  report.tracer = getpid();
+  if (!by_exec) {
+    char go = 0;
+    if (!write_all(from_tracer, &report.tracer, sizeof(report.tracer)) ||
+        !read_all(to_tracer, &go, 1)) {
+      _exit(1);
+    }
+  }
+  if (ptrace(PTRACE_SEIZE, target, nullptr, trace_options) != 0) report.result = errno;
+  // Let go at once, before the report: the target, once answered, goes on
+  // to its exec, which under the filter waits for this process, and a
+  // stop of it would wait for a tracer that waits for it.
+  if (by_exec && report.result == 0 && !detach_target(target)) report.result = ESRCH;
+  write_all(from_tracer, &report, sizeof(report));
+  if (report.result != 0) _exit(0);
+  if (!by_exec) {
+    close(from_tracer);
+    close(to_tracer);
+    trace(options);
+  }
   char mode = 0;
   int listener = -1;
   if (!receive_with_fd(to_tracer, mode, listener)) _exit(1);
-  const char attached =
-      listener >= 0 || ptrace(PTRACE_SEIZE, target, nullptr, trace_options) == 0 ? 1 : 0;
+  if (listener >= 0) {
+    close(from_tracer);
+    close(to_tracer);
+    serve_execs(listener, mode == 2, options);
+  }
+  const char attached = ptrace(PTRACE_SEIZE, target, nullptr, trace_options) == 0 ? 1 : 0;
   write_all(from_tracer, &attached, 1);
   close(from_tracer);
   close(to_tracer);
   if (attached == 0) _exit(1);
-  if (listener >= 0) serve_execs(listener, mode == 2, options);
   trace(options);
 }
 
@@ -418,6 +447,9 @@ bool start_handover(const handover_options& options, std::string& reason) {
     reason = std::string("cannot start the tracer: ") + std::strerror(errno);
     return false;
   }
+  // Decided here, before the fork, so that the tracer knows it too without
+  // being told.
+  const bool by_exec = may_attach_to_any_descendant();
   const pid_t target = getpid();
   std::fflush(nullptr);
   const pid_t child = fork();
@@ -425,9 +457,13 @@ bool start_handover(const handover_options& options, std::string& reason) {
     close(to_tracer[1]);
     close(from_tracer[0]);
     const pid_t tracer = fork();
-    if (tracer != 0) _exit(tracer > 0 ? 0 : 1);
-    tracer_main(target, to_tracer[0], from_tracer[1], options);
+    if (tracer == 0) tracer_main(target, by_exec, to_tracer[0], from_tracer[1], options);
+    // The private daemon after the tracer, whose answer `vclock run` waits
+    // for; this child's exit detaches both.
+    if (options.daemon != nullptr) spawn_private_daemon(*options.daemon);
+    _exit(tracer > 0 ? 0 : 1);
   }
+  if (child > 0 && options.daemon != nullptr) options.daemon->started = true;
   close(to_tracer[0]);
   close(from_tracer[1]);
   const auto fail = [&](const std::string& why) {
@@ -444,40 +480,45 @@ bool start_handover(const handover_options& options, std::string& reason) {
     while (waitpid(child, &child_status, 0) < 0 && errno == EINTR) {
     }
   };
-  pid_t tracer = 0;
-  if (!read_all(from_tracer[0], &tracer, sizeof(tracer))) {
-    reap();
-    return fail("the tracer did not start");
+  bool answered = true;
+  if (!by_exec) {
+    // Yama's ptrace_scope 1 lets only an ancestor trace: name the tracer
+    // (EINVAL without Yama: nothing to do then).
+    pid_t tracer = 0;
+    answered = read_all(from_tracer[0], &tracer, sizeof(tracer));
+    if (answered) {
+      prctl(PR_SET_PTRACER, static_cast<unsigned long>(tracer), 0, 0, 0);
+      const char go = 1;
+      answered = write_all(to_tracer[1], &go, 1);
+    }
   }
-  // Yama's ptrace_scope 1 lets only an ancestor trace: name the tracer
-  // (EINVAL without Yama: nothing to do then).
-  prctl(PR_SET_PTRACER, static_cast<unsigned long>(tracer), 0, 0, 0);
-  const char go = 1;
-  int result = 0;
-  const bool answered =
-      write_all(to_tracer[1], &go, 1) && read_all(from_tracer[0], &result, sizeof(result));
+  attach_report report;
+  answered = answered && read_all(from_tracer[0], &report, sizeof(report));
   reap();
   if (!answered) return fail("the tracer did not start");
-  if (result != 0) {
+  if (report.result != 0) return fail(refusal_reason(report.result, target));
+  if (!by_exec) {
     close(to_tracer[1]);
     close(from_tracer[0]);
-    reason = refusal_reason(result, target);
-    return false;
+    started_tracer = report.tracer;
+    return true;
   }
   // The attach worked: now the exec filter, installed here after the
   // tracer was forked (a process under the filter would keep its listener
-  // from ever hanging up). Without it (an old kernel, Yama, a listener
-  // already in place: `no_filter` says which, for a debugger), the tracer
-  // attaches again and follows the tree, as it did before the filter. A
+  // from ever hanging up), and handed over without waiting: the tracer
+  // reads the filter's first notice, this process's exec, when it has it.
+  // Without a filter (an old kernel, a listener already in place:
+  // `no_filter` says which, for a debugger), the tracer attaches again and
+  // follows the tree, as it does under Yama, and says when it has. A
   // tracer lost after the filter went in leaves this process's execs
   // failing (ENOSYS): the command's exec then says so.
   std::string no_filter;
   bool killable_wait = false;
-  const int listener =
-      may_attach_to_any_descendant() ? install_exec_filter(killable_wait, no_filter) : -1;
+  const int listener = install_exec_filter(killable_wait, no_filter);
   char attached = 0;
-  const bool switched = send_with_fd(to_tracer[1], killable_wait ? 2 : 1, listener) &&
-                        read_all(from_tracer[0], &attached, 1) && attached == 1;
+  const bool switched =
+      send_with_fd(to_tracer[1], killable_wait ? 2 : 1, listener) &&
+      (listener >= 0 || (read_all(from_tracer[0], &attached, 1) && attached == 1));
   if (listener >= 0) close(listener);
   close(to_tracer[1]);
   close(from_tracer[0]);
@@ -485,7 +526,7 @@ bool start_handover(const handover_options& options, std::string& reason) {
     reason = "the tracer did not start";
     return false;
   }
-  started_tracer = tracer;
+  started_tracer = report.tracer;
   return true;
 }
 

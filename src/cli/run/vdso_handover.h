@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/run/image_install.h"
+#include "cli/run/private_daemon.h"
 
 namespace vclock::cli {
 
@@ -15,6 +16,9 @@ struct handover_options {
   image_plan plan;
   bool dynamic_too = false;  // --vdso: dynamic programs get the image too
   std::string command;       // for messages
+  // A private vclockd to start with the tracer (one double fork for both):
+  // started by the tracer's starter child, which marks it started.
+  private_daemon* daemon = nullptr;
 };
 
 // Starts the tracer for this process, which is about to exec the command:
@@ -23,7 +27,8 @@ struct handover_options {
 // then serves the exec filter this installs, or, where there is none,
 // stays attached and follows the tree. False, with `reason`, when ptrace
 // is refused (Yama, no capability, this process already traced) or the
-// tracer cannot start.
+// tracer cannot start. Starts `options.daemon` where the tracer's starter
+// child was forked (daemon->started), whether the tracer then works or not.
 bool start_handover(const handover_options& options, std::string& reason);
 
 // Ends the tracer start_handover() started (the command could not be
