@@ -751,6 +751,48 @@ TEST(Reader, CoarseClocksNeverGoBackAcrossAWriterHeldUpInItsUpdate) {
   });
 }
 
+// A line turned on again: the writer makes the coarse line its own (owner word alive) while
+// hot and the backup are both odd, from a kernel read made after the coarse seq turned odd
+// (timekeeper.cc, take_over_coarse()). A coarse reader that gave up waiting for that writer
+// (both lines odd past max_spins: here another reader of this process already did) and asks
+// the kernel meanwhile must not count that answer: it can be above the line the writer is
+// writing, which every reader after it answers. It reads the coarse line again after the
+// kernel and, the line taken over, answers the line.
+TEST(Reader, ACoarseKernelAnswerCountsOnlyIfItsLineWasNotTakenOverMeanwhile) {
+  for_each_kind([&]<clock_kind K>() {
+    if constexpr (vclock::detail::is_coarse(K)) {
+      auto p = make_page();
+      clock_line off = typical_line(5);  // hot odd: the writer's update under way
+      off.max_delta = 0;
+      p->hot = off;
+      p->backup = off;
+      p->backup.seq = 3;  // still open
+      p->coarse.seq = 2;  // off: no owner
+      vclock::detail::stuck_writer_seq.store(5, std::memory_order_relaxed);
+      const std::int64_t floor = vclock::detail::load_base_ns<K>(off);
+      clock_line taken = off;  // the writer's kernel read, 1 us past the floor
+      taken.mono_ns += 1'000;
+      taken.realtime_ns += 1'000;
+      int kernel_calls = 0;
+      auto kernel = [&]() noexcept {
+        if (kernel_calls++ == 0) write_coarse_line(*p, taken, 4);  // ends while this reads
+        return floor + 5'000;                                      // read after the writer's
+      };
+      fake_counter counter{off.cycle_last + 10};
+      const std::int64_t t = vclock::detail::read_careful<K>(*p, counter, kernel);
+      fake_kernel unused{0};
+      const auto careful = [&]() noexcept {
+        return vclock::detail::read_careful<K>(*p, counter, unused);
+      };
+      const std::int64_t next = vclock::detail::read_coarse<K, vclock::detail::as_ns>(*p, careful);
+      EXPECT_LE(t, next) << "the coarse clock went back";
+      EXPECT_EQ(t, floor + 1'000);
+      EXPECT_EQ(kernel_calls, 1);
+      vclock::detail::stuck_writer_seq.store(0, std::memory_order_relaxed);
+    }
+  });
+}
+
 TEST(Reader, PageOffAnswersFromTheKernelFlooredAtTheBase) {
   auto p = make_page();
   p->hot = typical_line(8);

@@ -980,5 +980,152 @@ TEST(TimekeeperSim, CounterModeWaitsForAGoodEnoughRate) {
   RecordProperty("calibration_ms_max", std::to_string(entered.back() / ns_per_ms));
 }
 
+// Issue 20, "never backwards": a line turned on again (docs/design.md §7, the coarse clocks'
+// rule). Until it is on, the coarse clocks' careful path answers the kernel: the page is off
+// (here: pause_after_fork(), a child's), or its writer is dead (FUTEX_OWNER_DIED in the owner
+// word) and the line it left goes stale. The writer's resync reads the kernel after its switch
+// point and anchors the new line there; held up after that read (preempted: `hold_ns`) and
+// before its coarse clocks stand on their own line, readers that still answered the kernel
+// would pass the coarse line it then writes by the hold-up. Here the writer is held up right
+// after the resync's kernel read (the counter read that closes its last bracket, hot odd, the
+// backup closed), and every clock is read there, at each later source call of the update, and
+// after it, on CPU 0 (the writer's counter): none may go back. The fine clocks go on from the
+// switch point at the line's rate, so a reading after the update is the kernel's time less
+// the line's drift over the hold-up (a few ns a ms at most: the lag that lag_ns allows).
+struct turn_on_probe {
+  page* p = nullptr;
+  world* w = nullptr;
+  std::int64_t hold_ns = 0;
+  bool armed = false;
+  bool held = false;
+  int kernel_calls_in_a_row = 0;
+  bool bracket_opened_closed = false;  // the last counter read: hot odd, the backup closed
+  std::int64_t last[kind_count] = {};
+  bool seen[kind_count] = {};
+  std::int64_t worst_back[kind_count] = {};  // the largest step back per clock, ns
+  std::int64_t readings = 0;
+
+  void read_all() {
+    for (int i = 0; i < kind_count; ++i) {
+      const std::int64_t v = detail::with_kind(kinds[i], [&]<clock_kind K>() {
+        const auto counter = w->reader_counter(0);
+        const auto kernel = w->reader_kernel(detail::kernel_clock_of(K));
+        const auto careful = [&]() noexcept {
+          return detail::read_careful<K>(*p, counter, kernel);
+        };
+        if constexpr (detail::is_coarse(K)) {
+          return detail::read_coarse<K, detail::as_ns>(*p, careful);
+        } else {
+          return detail::read_fast<K>(*p, counter, careful);
+        }
+      });
+      if (seen[i]) worst_back[i] = std::max(worst_back[i], last[i] - v);
+      last[i] = v;
+      seen[i] = true;
+    }
+    ++readings;
+  }
+  void on_source_call() {
+    const bool counter_read = w->last_call_read_counter();
+    const bool hot_odd = (detail::load(p->hot.seq) & 1u) != 0;
+    const bool backup_odd = (detail::load(p->backup.seq) & 1u) != 0;
+    // read_kernel_at_switch(), after the backup is closed: counter, MONOTONIC, MONOTONIC_RAW,
+    // counter (this one). (A stale line's close_backup() reads the kernel twice too, between
+    // a counter read with the backup open and one with it closed.)
+    if (armed && !held && hot_odd && !backup_odd && counter_read && kernel_calls_in_a_row == 2 &&
+        bracket_opened_closed) {
+      held = true;
+      w->advance_to(w->now() + hold_ns);
+    }
+    if (counter_read) bracket_opened_closed = hot_odd && !backup_odd;
+    kernel_calls_in_a_row = counter_read ? 0 : kernel_calls_in_a_row + 1;
+    // Both lines odd: readers spin (max_spins) for a writer inside three instructions, which
+    // a hook inside it would only make them give up on.
+    if (!(hot_odd && backup_odd)) read_all();
+  }
+  static void hook(void* self) { static_cast<turn_on_probe*>(self)->on_source_call(); }
+};
+
+// Ticks `tk` every tick_ns until `until` (true time), reading every clock between ticks.
+void run_until(timekeeper& tk, world& w, turn_on_probe& probe, std::int64_t until,
+               std::int64_t& next_tick) {
+  while (w.now() < until) {
+    w.advance_to(std::min(next_tick, w.now() + 500 * ns_per_us));
+    if (next_tick <= w.now()) {
+      next_tick += tk.config().tick_ns;
+      tk.tick();
+    }
+    probe.read_all();
+  }
+}
+
+enum class turned_off_by { pause_after_fork, dead_writer };
+
+turn_on_probe turn_on_held_up(turned_off_by how, std::int64_t hold_ns) {
+  machine vm = typical_vm();
+  vm.counter.step_ticks = 1;
+  world w(vm.counter, vm.kernel, vm.noise, {}, 7);
+  auto p = std::make_unique<page>();
+  timekeeper_config config;
+  config.coarse_owner = 1000;  // vclockd's thread id
+  auto tk = std::make_unique<timekeeper>(*p, w, config);
+  tk->start();
+  turn_on_probe probe;
+  probe.p = p.get();
+  probe.w = &w;
+  probe.hold_ns = hold_ns;
+  std::int64_t next_tick = w.now() + config.tick_ns;
+  run_until(*tk, w, probe, w.now() + 500 * ns_per_ms, next_tick);
+  EXPECT_NE(p->hot.max_delta, 0u) << "never calibrated";
+  if (how == turned_off_by::pause_after_fork) {
+    tk->pause_after_fork();
+    next_tick = w.now() + 3 * ns_per_ms;
+  } else {
+    // SIGKILL: the kernel marks the owner word dead; the page keeps the line, which goes
+    // stale. A new daemon (another thread id) takes the page over 30 ms later.
+    detail::store(p->coarse.time_word,
+                  (detail::load(p->coarse.time_word) >> 32 << 32) | 0x40000000u);
+    tk.reset();
+    for (std::int64_t end = w.now() + 30 * ns_per_ms; w.now() < end;) {
+      w.advance_to(w.now() + 500 * ns_per_us);
+      probe.read_all();
+    }
+    config.coarse_owner = 2000;
+    tk = std::make_unique<timekeeper>(*p, w, config);
+    tk->start();
+    next_tick = w.now() + config.tick_ns;
+  }
+  EXPECT_FALSE(coarse_owner_alive(static_cast<std::uint32_t>(p->coarse.time_word)));
+  probe.armed = true;
+  w.set_hook(&turn_on_probe::hook, &probe);
+  run_until(*tk, w, probe, w.now() + 200 * ns_per_ms, next_tick);
+  w.set_hook(nullptr, nullptr);
+  EXPECT_TRUE(probe.held) << "the turn-on's resync was not seen";
+  EXPECT_NE(p->hot.max_delta, 0u) << "not on again";
+  EXPECT_TRUE(coarse_owner_alive(static_cast<std::uint32_t>(p->coarse.time_word)));
+  return probe;
+}
+
+void expect_never_back(const turn_on_probe& probe, const char* what) {
+  static constexpr const char* names[kind_count] = {
+      "MONOTONIC", "REALTIME",         "MONOTONIC_RAW",  "BOOTTIME",
+      "TAI",       "MONOTONIC_COARSE", "REALTIME_COARSE"};
+  for (int i = 0; i < kind_count; ++i) {
+    std::printf("[ turn-on  ] %s: %s back by at most %" PRId64 " ns over %" PRId64 " readings\n",
+                what, names[i], probe.worst_back[i], probe.readings);
+    EXPECT_LE(probe.worst_back[i], 0) << what << ": " << names[i] << " went back";
+  }
+}
+
+TEST(TimekeeperSim, CoarseClocksNeverGoBackAcrossATurnOnHeldUp) {
+  for (const std::int64_t hold : {10 * ns_per_ms, 20 * ns_per_ms}) {
+    const std::string ms = std::to_string(hold / ns_per_ms) + " ms";
+    expect_never_back(turn_on_held_up(turned_off_by::pause_after_fork, hold),
+                      ("off, held up " + ms).c_str());
+    expect_never_back(turn_on_held_up(turned_off_by::dead_writer, hold),
+                      ("dead writer, held up " + ms).c_str());
+  }
+}
+
 }  // namespace
 }  // namespace vclock::sim

@@ -47,12 +47,15 @@
 // read only once hot is odd, so the backup is opened (odd) before hot turns
 // odd and closed right after c is read: readers spin only if the writer is
 // preempted inside those three instructions, and time stands still, rather
-// than readers spinning, for the rest of the update.
+// than readers spinning, for the rest of the update. (A publish that turns
+// the line on again also takes its coarse line over in between: one kernel
+// read more; take_over_coarse().)
 #include "lib/timekeeper.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "lib/bound_math.h"
 #include "lib/mult_shift.h"
@@ -189,6 +192,7 @@ void timekeeper::start() noexcept {
   // (publish(), `resync`), rather than from kernel + lead.
   published_ = load_line(page_.hot);
   cont_ = continuation{};  // a previous writer's line is not continued
+  coarse_live_ = false;    // nor its coarse line taken as this writer's
   history_.take_over(page_.header.boot_id);
   state_ = state::calibrating;
   have_calib_ = false;
@@ -911,8 +915,8 @@ timekeeper::switch_reading timekeeper::read_kernel_at_switch() noexcept {
   return best;
 }
 
-bool timekeeper::close_backup(std::uint32_t seq, std::uint64_t c,
-                              std::uint64_t& frozen_at) noexcept {
+bool timekeeper::close_backup(std::uint32_t seq, std::uint64_t c, std::uint64_t& frozen_at,
+                              std::int64_t kernel_mono) noexcept {
   const clock_line& old = published_;
   bool frozen = false;
   if (old.max_delta != 0) {
@@ -934,7 +938,8 @@ bool timekeeper::close_backup(std::uint32_t seq, std::uint64_t c,
       // answer now (the kernel read after c), so they never undercut it;
       // the floor covers the lead, as turn_off()'s does.
       const std::int64_t lead = detail::load_relaxed(page_.lead_ns);
-      const std::int64_t mono = floor_after(false, c, sources_.read_kernel(CLOCK_MONOTONIC), lead);
+      if (kernel_mono == no_reading) kernel_mono = sources_.read_kernel(CLOCK_MONOTONIC);
+      const std::int64_t mono = floor_after(false, c, kernel_mono, lead);
       const std::int64_t raw =
           floor_after(true, c, sources_.read_kernel(CLOCK_MONOTONIC_RAW), lead);
       store(page_.backup_lead_ns, std::int64_t{0});
@@ -979,10 +984,17 @@ void timekeeper::publish(bool resync) noexcept {
   // Read after the odd seq is globally visible: see "Why the switch point
   // is safe" above.
   std::uint64_t c = sources_.read_counter();
+  // A line turned on (again): its coarse clocks stand on it from here on.
+  std::int64_t kernel_mono = no_reading;
+  const std::int64_t coarse_floor = coarse_live_
+                                        ? std::numeric_limits<std::int64_t>::min()
+                                        : take_over_coarse(c, next_offsets.realtime, kernel_mono);
   std::uint64_t frozen_at = 0;
-  const bool frozen = close_backup(backup_seq, c, frozen_at);
-  c = switch_point_after_close(c);
+  const bool frozen = close_backup(backup_seq, c, frozen_at, kernel_mono);
   const bool was_on = published_.max_delta != 0;
+  // Off, the old parameters are the kernel's time, and the resync below
+  // reads the switch point again after every reader that stopped waiting.
+  if (was_on) c = switch_point_after_close(c);
   // Counter behind cycle_last, stale or off: readers answered from the
   // kernel (stale_answer(), or max(kernel + lead, floor)); so does this.
   resync = resync || !was_on || c - published_.cycle_last >= published_.max_delta;
@@ -1007,6 +1019,9 @@ void timekeeper::publish(bool resync) noexcept {
     store_relaxed(page_.last_error_mono_ns, mono - kernel.mono);
     store_relaxed(page_.last_error_raw_ns, next.raw_ns - kernel.raw);
   }
+  // No lower than the coarse clocks taken over above (a no-op: that was
+  // the least of what this line starts from; take_over_coarse()).
+  mono = std::max(mono, coarse_floor);
   set_mono_base(next, mono, next_offsets);
   next.cycle_last = c;
   // Before hot takes the line: stamp conversions wait for its entry.
@@ -1223,9 +1238,51 @@ void timekeeper::write_bound(const clock_line& l) noexcept {
 
 // The coarse clocks of `l` (just published to hot), or "off".
 void timekeeper::write_coarse(const clock_line& l, bool valid) noexcept {
+  const std::uint32_t seq = detail::write_begin(page_.coarse.seq);
+  store_coarse(l, valid);
+  detail::write_end(page_.coarse.seq, seq);
+}
+
+// A publish whose coarse clocks are not yet this writer's live line (the
+// page was off, or a dead writer's line: owner word not alive) has had
+// their careful path answer the kernel (max(kernel + lead, floor) off,
+// stale_answer() stale) or the hot line. The new line's coarse time is
+// its base at a switch point read after this; a writer held up between
+// the resync's kernel read and the coarse line (preempted, its vCPU gone)
+// would write it below what readers following the kernel had answered
+// meanwhile, by as long as it was held up. So the coarse line becomes this
+// writer's first, with hot and backup odd (readers wait: the backup is
+// still open), from a kernel read made after its seq turned odd (a full
+// barrier): at least every answer its careful path counted, since that
+// path checks the coarse seq again after its kernel read (reader.h). From
+// then on its readers stand on the line (read_live_coarse()), held-up
+// writer or not. The value is what floor_after() gives at c, or the line's
+// time at c while the line is valid (its coarse readers answered its base);
+// the new line starts no lower (publish()). Returns it (MONOTONIC), and
+// leaves the kernel's MONOTONIC in `kernel_mono` if it read it (read after
+// c: close_backup() takes it for a stale line's floor, rather than read the
+// kernel once more while readers wait).
+std::int64_t timekeeper::take_over_coarse(std::uint64_t c, std::int64_t realtime_offset,
+                                          std::int64_t& kernel_mono) noexcept {
+  const std::uint32_t seq = detail::write_begin(page_.coarse.seq);
+  const clock_line& l = published_;
+  clock_line at = l;
+  if (l.max_delta != 0 && c - l.cycle_last < l.max_delta) {
+    at.mono_ns = time_at(c, false);
+  } else {
+    kernel_mono = sources_.read_kernel(CLOCK_MONOTONIC);
+    at.mono_ns = floor_after(false, c, kernel_mono, detail::load_relaxed(page_.lead_ns));
+  }
+  at.realtime_ns = at.mono_ns + realtime_offset;
+  store_coarse(at, true);
+  detail::write_end(page_.coarse.seq, seq);
+  return at.mono_ns;
+}
+
+// The coarse line's fields (its seq odd).
+void timekeeper::store_coarse(const clock_line& l, bool valid) noexcept {
   coarse_line& c = page_.coarse;
   const std::int64_t realtime = l.realtime_ns;
-  const std::uint32_t seq = detail::write_begin(c.seq);
   const std::uint32_t owner = valid ? config_.coarse_owner : 0u;
   store(c.valid, owner);
   store(c.mono_ns, l.mono_ns);
@@ -1238,9 +1295,10 @@ void timekeeper::write_coarse(const clock_line& l, bool valid) noexcept {
   // that 32 unsigned bits of seconds cannot hold: before 1970, after 2106).
   const std::int64_t seconds = realtime / detail::ns_per_s;
   const bool fits = realtime >= 0 && seconds <= std::int64_t{0xffffffff};
-  store(c.time_word,
-        owner != 0 && fits ? static_cast<std::uint64_t>(seconds) << 32 | owner : std::uint64_t{0});
-  detail::write_end(c.seq, seq);
+  const std::uint64_t word =
+      owner != 0 && fits ? static_cast<std::uint64_t>(seconds) << 32 | owner : std::uint64_t{0};
+  store(c.time_word, word);
+  coarse_live_ = coarse_owner_alive(static_cast<std::uint32_t>(word));
 }
 
 void timekeeper::fault(fallback_reason why) noexcept {

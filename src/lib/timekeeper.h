@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "lib/history.h"
 #include "lib/time_sources.h"
@@ -182,11 +183,18 @@ class timekeeper {
   void publish(bool resync) noexcept;
   void turn_off(fallback_reason why) noexcept;
   void write_coarse(const clock_line& l, bool valid) noexcept;
+  std::int64_t take_over_coarse(std::uint64_t c, std::int64_t realtime_offset,
+                                std::int64_t& kernel_mono) noexcept;
+  void store_coarse(const clock_line& l, bool valid) noexcept;
   void write_bound(const clock_line& l) noexcept;
   std::uint32_t open_backup() noexcept;
   // Returns the counter value at which the backup froze the old line
   // (false: it did not freeze it, the old line being stale or off).
-  bool close_backup(std::uint32_t seq, std::uint64_t c, std::uint64_t& frozen_at) noexcept;
+  // `kernel_mono`: the kernel's MONOTONIC, read after c, if the caller has
+  // one (take_over_coarse()); else a stale line's close reads it.
+  bool close_backup(std::uint32_t seq, std::uint64_t c, std::uint64_t& frozen_at,
+                    std::int64_t kernel_mono = no_reading) noexcept;
+  static constexpr std::int64_t no_reading = std::numeric_limits<std::int64_t>::min();
   std::uint64_t switch_point_after_close(std::uint64_t c) noexcept;
   switch_reading read_kernel_at_switch() noexcept;
   std::int64_t time_at(std::uint64_t c, bool raw) const noexcept;
@@ -203,6 +211,9 @@ class timekeeper {
   state state_ = state::idle;
   fallback_reason reason_ = fallback_reason::not_started;
   clock_line published_{};  // what hot holds (the writer's own copy)
+  // The coarse line's owner word is this writer's and alive (store_coarse()):
+  // its coarse readers stand on the line, never on the kernel.
+  bool coarse_live_ = false;
   track mono_{};
   track raw_{};
   offsets offsets_{};

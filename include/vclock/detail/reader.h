@@ -431,12 +431,18 @@ inline std::atomic<std::uint32_t> stuck_writer_seq{0};
 // While the line is being written (seq odd), hot is even and holds the
 // bases being copied (one writer, under its publish lock: hot is odd only
 // outside write_coarse()), checked by reading the coarse seq again after
-// hot. A hot seq odd under an unchanged odd coarse seq is no live
-// writer's state: false, and the caller goes on as for a dead line.
+// hot. A hot seq odd under an unchanged odd coarse seq is a writer taking
+// the line over (timekeeper.cc, take_over_coarse(): hot and backup odd, so
+// the caller waits for it as for any writer between those two), or a dead
+// one: false, and the caller goes on as for a dead line.
 // Stale, the line stands still as its fast path does (a stopped writer,
-// docs/vclockd.md); dead, the caller follows the kernel.
+// docs/vclockd.md); dead, the caller follows the kernel. False also leaves
+// in `seq_out` the coarse seq it was judged by: a kernel answer counts
+// only if the line is still at that seq after the kernel was read (a
+// writer that took the line over meanwhile wrote it from a later kernel
+// read, and the readers after this one answer the line).
 template <clock_kind K>
-inline bool read_live_coarse(const page& p, std::int64_t& out) noexcept {
+inline bool read_live_coarse(const page& p, std::int64_t& out, std::uint32_t& seq_out) noexcept {
   static_assert(is_coarse(K));
   constexpr bool realtime = K == clock_kind::realtime_coarse;
   const coarse_line& c = p.coarse;
@@ -444,6 +450,7 @@ inline bool read_live_coarse(const page& p, std::int64_t& out) noexcept {
     const std::uint32_t seq = load(c.seq);
     const auto owner = static_cast<std::uint32_t>(load(c.time_word));
     const std::int64_t value = load(realtime ? c.realtime_ns : c.mono_ns);
+    seq_out = seq;
     if (!coarse_owner_alive(owner)) {
       return false;
     }
@@ -467,12 +474,15 @@ inline bool read_live_coarse(const page& p, std::int64_t& out) noexcept {
 
 template <clock_kind K, class Counter, class Kernel>
 inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kernel) noexcept {
-  if constexpr (is_coarse(K)) {
-    std::int64_t live = 0;
-    if (read_live_coarse<K>(p, live)) return live;
-  }
   int spins = 0;
   for (;;) {
+    // A coarse clock asks again at every try: a writer may have taken its
+    // line over meanwhile (read_live_coarse()).
+    std::uint32_t coarse_seq = 0;
+    if constexpr (is_coarse(K)) {
+      std::int64_t live = 0;
+      if (read_live_coarse<K>(p, live, coarse_seq)) return live;
+    }
     const std::uint32_t hot_seq = load(p.hot.seq);
     bool use_backup = (hot_seq & 1u) != 0;
     std::uint32_t seq = use_backup ? load(p.backup.seq) : hot_seq;
@@ -511,9 +521,11 @@ inline std::int64_t read_careful(const page& p, Counter&& counter, Kernel&& kern
     // (No fence: x86 keeps this load after the vDSO's own loads; a TSC read
     // inside it may still complete a few ns later, but a publish that
     // starts then reads the kernel later still, and its base is above it.)
-    const auto unchanged_after_kernel = [&p, hot_seq, stuck_backup_seq] {
+    // A coarse clock's, only if its line was not taken over either.
+    const auto unchanged_after_kernel = [&p, hot_seq, stuck_backup_seq, coarse_seq] {
       return load(p.hot.seq) == hot_seq &&
-             (stuck_backup_seq == 0 || load(p.backup.seq) == stuck_backup_seq);
+             (stuck_backup_seq == 0 || load(p.backup.seq) == stuck_backup_seq) &&
+             (!is_coarse(K) || load(p.coarse.seq) == coarse_seq);
     };
     // The page's bounds, validated with the line like its fields (page.h).
     const std::int64_t lead = load_relaxed(use_backup ? p.backup_lead_ns : p.lead_ns);
