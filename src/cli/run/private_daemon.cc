@@ -13,8 +13,10 @@
 #include "cli/run/private_daemon.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,7 +63,21 @@ bool publish_untouched_page(const std::string& path, std::string& error) {
   return written;
 }
 
-// In the grandchild: the daemon, with no terminal and no stdio of ours.
+void remove_page_and_directory(const std::string& page) {
+  if (unlink(page.c_str()) != 0) return;
+  rmdir(page.substr(0, page.rfind('/')).c_str());
+}
+
+// In the grandchild: the daemon, with no terminal and no stdio of ours,
+// once the command has run for private_daemon_delay_ms; a command that
+// has ended by then never gets one, and its page goes (the daemon would
+// have removed it as it exited). Why wait: vclockd's exec and start (its
+// loading, the page, its threads) would otherwise take turns on the CPUs
+// with the tracer and the command while they start, and a short command
+// never needed it: its counter mode comes only after its calibration,
+// hundreds of milliseconds into its run (docs/performance.md), and until
+// then the page sends every reader to the kernel, as it does before the
+// daemon's first tick.
 [[noreturn]] void exec_daemon(const private_daemon& d) {
   const int null = open("/dev/null", O_RDWR);
   if (null >= 0) {
@@ -69,6 +85,24 @@ bool publish_untouched_page(const std::string& path, std::string& error) {
     dup2(null, 1);
     dup2(null, 2);
     if (null > 2) close(null);
+  }
+  // Opened now: the command's pid cannot be recycled under it. Where there
+  // is no pidfd (a kernel before 5.3) the daemon starts at once.
+  const int command = static_cast<int>(syscall(SYS_pidfd_open, d.serve_pid, 0));
+  if (command < 0 && errno == ESRCH) {
+    remove_page_and_directory(d.page);
+    _exit(0);
+  }
+  if (command >= 0) {
+    pollfd ended{command, POLLIN, 0};
+    int n = 0;
+    while ((n = poll(&ended, 1, private_daemon_delay_ms)) < 0 && errno == EINTR) {
+    }
+    if (n > 0) {
+      remove_page_and_directory(d.page);
+      _exit(0);
+    }
+    close(command);
   }
   std::vector<char*> argv;
   for (const std::string& a : d.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -89,6 +123,7 @@ private_daemon::private_daemon(private_daemon&& other) noexcept
       error(std::move(other.error)),
       starter(other.starter),
       started(other.started),
+      serve_pid(other.serve_pid),
       argv(std::move(other.argv)),
       env(std::move(other.env)) {
   other.page.clear();
@@ -127,6 +162,7 @@ private_daemon prepare_private_daemon(const std::string& vclockd, pid_t serve_pi
     result.env.emplace_back(entry);
   }
   result.page = page;
+  result.serve_pid = serve_pid;
   return result;
 }
 

@@ -17,6 +17,7 @@ struct private_daemon {
   std::string error;     // why it failed
   pid_t starter = 0;     // the intermediate child, exited or exiting: reap_starter() reaps it
   bool started = false;  // forked (by this process's child, or the tracer's starter)
+  pid_t serve_pid = 0;   // the command's (this process's) pid: the daemon exits with it
   // The daemon's command line and environment, fixed when it was prepared
   // (the environment `vclock run` was given, less LD_PRELOAD and
   // NOTIFY_SOCKET), so that any child may start it later.
@@ -33,6 +34,10 @@ struct private_daemon {
   ~private_daemon();
 };
 
+// How long the command runs before its daemon is exec'd (a command that
+// ends sooner gets none; its page is removed): private_daemon.cc says why.
+inline constexpr int private_daemon_delay_ms = 20;
+
 // Prepares `vclockd` (the path) on a page in a fresh private directory
 // (mkdtemp, mode 0700: the attach checks accept it): the page is published
 // here, before the daemon runs, as one whose readers ask the kernel
@@ -43,7 +48,9 @@ private_daemon prepare_private_daemon(const std::string& vclockd, pid_t serve_pi
 
 // Starts a prepared daemon, detached from this process (it is not a child
 // of the command, which may wait for all of its children): a double fork.
-// Does not wait for it.
+// Does not wait for it. The daemon's process waits for the command to have
+// run private_daemon_delay_ms before it execs vclockd, and removes the page
+// instead if the command has ended by then.
 void start_private_daemon(private_daemon& d);
 
 // The same from a child that is about to exit anyway (the tracer's

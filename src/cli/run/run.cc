@@ -66,6 +66,11 @@ bool is_readable_file(const std::string& path) { return access(path.c_str(), R_O
 // not attached. Asked once, with VCLOCK_PAGE unset.
 const std::string& machine_page() {
   static const std::string path = [] {
+    // No page, no vclockd (the attach would say not_found): asked first,
+    // because the checks below cost a dozen CPUID instructions, each an
+    // exit to the hypervisor in a guest, and the private daemon's case,
+    // where there is no page, is the one that has the most to do.
+    if (access(default_page_path, F_OK) != 0 && errno == ENOENT) return std::string();
     if (decide_trust().reason != fallback_reason::none) return std::string();
     alignas(page_bytes) static page probe;  // mapped over, and left so: 4 KiB
     const attach_result r =
