@@ -25,16 +25,19 @@ class tick_loop {
   // clock-was-set wake-up (the kernel stepped REALTIME, or resumed).
   bool run_once(pthread_mutex_t* lock) noexcept;
 
-  // Sleeps until the next period or a clock-was-set event. `sigmask` is
-  // ppoll's: a signal it leaves unblocked ends the wait early. With
-  // `watch_fd` (>= 0), true if that descriptor became readable (vclockd's
-  // pidfd of the process it serves alone).
+  // Sleeps until the next period or a clock-was-set event. Periods are
+  // kept on a fixed grid from construction; one overslept is not caught
+  // up. `sigmask` is ppoll's: a signal it leaves unblocked ends the wait
+  // early. With `watch_fd` (>= 0), true if that descriptor became readable
+  // (vclockd's pidfd of the process it serves alone).
   bool wait(const sigset_t* sigmask, int watch_fd = -1) noexcept;
 
  private:
   timekeeper& tk_;
-  int fd_ = -1;  // the clock-was-set timerfd; -1 if unavailable
-  std::int64_t next_ = 0;
+  int fd_ = -1;                 // the clock-was-set timerfd; -1 if unavailable
+  int period_fd_ = -1;          // the period's timerfd; -1: a ppoll timeout instead
+  bool woken_by_step_ = false;  // the last wait() ended on fd_
+  std::int64_t next_ = 0;       // the next period's end, without period_fd_
 };
 
 }  // namespace vclock

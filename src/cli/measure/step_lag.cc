@@ -469,12 +469,17 @@ struct spread {
 struct lag_summary {
   int seen = 0;
   int uncaught = 0;
-  int within_promise = 0;   // lag certainly under 1 ms (upper bound)
-  int over_promise = 0;     // lag certainly 1 ms or more (lower bound)
-  spread lag;               // of the caught steps
-  spread floor_lag;         // of the steps the floor thread was seen to wake for
-  spread floor_wake;        // the same, as the thread timed its wake-up
-  spread publish;           // the writer's publish, by its own clock
+  int within_promise = 0;  // lag certainly under 1 ms (upper bound)
+  int over_promise = 0;    // lag certainly 1 ms or more (lower bound)
+  spread lag;              // of the caught steps
+  spread floor_lag;        // of the steps the floor thread was seen to wake for
+  spread floor_wake;       // the same, as the thread timed its wake-up
+  spread publish;          // the writer's publish, by its own clock
+  // publish_ns - floor_wake_ns of each step that has both (signed): the
+  // writer against the floor thread woken by the same step, without the
+  // sampler, which on two CPUs sees both only after both have run.
+  spread publish_after_floor;
+  int publish_after_floor_steps = 0;
   spread step_bracket;      // of every step seen
   spread catch_up_bracket;  // of the caught steps
 };
@@ -494,14 +499,17 @@ spread spread_of(const std::vector<std::int64_t>& v) {
 
 lag_summary summarise(const std::vector<step_record>& steps) {
   lag_summary s;
-  std::vector<std::int64_t> lags, floor_lags, floor_wakes, publishes, step_brackets,
-      catch_up_brackets;
+  std::vector<std::int64_t> lags, floor_lags, floor_wakes, publishes, publish_after_floor,
+      step_brackets, catch_up_brackets;
   for (const step_record& st : steps) {
     ++s.seen;
     step_brackets.push_back(st.step_bracket_ns);
     if (st.floor_lag_ns >= 0) floor_lags.push_back(st.floor_lag_ns);
     if (st.floor_wake_ns >= 0) floor_wakes.push_back(st.floor_wake_ns);
     if (st.publish_ns >= 0) publishes.push_back(st.publish_ns);
+    if (st.publish_ns >= 0 && st.floor_wake_ns >= 0) {
+      publish_after_floor.push_back(st.publish_ns - st.floor_wake_ns);
+    }
     if (st.lag_ns < 0) {
       ++s.uncaught;
       continue;
@@ -515,6 +523,8 @@ lag_summary summarise(const std::vector<step_record>& steps) {
   s.floor_lag = spread_of(floor_lags);
   s.floor_wake = spread_of(floor_wakes);
   s.publish = spread_of(publishes);
+  s.publish_after_floor = spread_of(publish_after_floor);
+  s.publish_after_floor_steps = static_cast<int>(publish_after_floor.size());
   s.step_bracket = spread_of(step_brackets);
   s.catch_up_bracket = spread_of(catch_up_brackets);
   return s;
@@ -590,6 +600,15 @@ void print_text(const step_lag_result& r, const lag_summary& s, const status_sna
       print_line("lag - floor p50 / p99", signed_us(s.lag.p50 - s.floor_lag.p50) + " / " +
                                               signed_us(s.lag.p99 - s.floor_lag.p99) + " us");
     }
+    if (s.publish_after_floor_steps > 0) {
+      print_line("publish - floor wake p50 / p99",
+                 signed_us(s.publish.p50 - s.floor_wake.p50) + " / " +
+                     signed_us(s.publish.p99 - s.floor_wake.p99) + " us; per step " +
+                     signed_us(s.publish_after_floor.p50) + " / " +
+                     signed_us(s.publish_after_floor.p99) +
+                     tool::strformat(" us (%d steps; the threads' own clocks)",
+                                     s.publish_after_floor_steps));
+    }
   }
   print_line("step bracket p50 / max", us(s.step_bracket.p50) + " / " + us(s.step_bracket.max) +
                                            " us (when the step happened)");
@@ -657,7 +676,12 @@ void print_json(const step_lag_result& r, const lag_summary& s, const status_sna
       .field("publish_p50_ns", s.publish.p50)
       .field("publish_p99_ns", s.publish.p99)
       .field("publish_max_ns", s.publish.max)
-      .field("step_bracket_p50_ns", s.step_bracket.p50)
+      .field("publish_after_floor_wake_steps", s.publish_after_floor_steps);
+  if (s.publish_after_floor_steps > 0) {
+    j.field("publish_after_floor_wake_p50_ns", s.publish_after_floor.p50)
+        .field("publish_after_floor_wake_p99_ns", s.publish_after_floor.p99);
+  }
+  j.field("step_bracket_p50_ns", s.step_bracket.p50)
       .field("step_bracket_max_ns", s.step_bracket.max)
       .field("catch_up_bracket_p50_ns", s.catch_up_bracket.p50)
       .field("catch_up_bracket_max_ns", s.catch_up_bracket.max)

@@ -66,8 +66,8 @@ void step_floor::run() {
                      : tool::strformat("normal (SCHED_FIFO: %s)", std::strerror(err));
   policy_set_.store(true, std::memory_order_release);
   for (;;) {
-    // Blocked as vclockd is (tick_loop::wait: ppoll on the timerfd and
-    // one more descriptor), with no timeout.
+    // Blocked as vclockd is (tick_loop::wait: ppoll on this timerfd,
+    // its period's and one more descriptor), with no timeout.
     pollfd fds[2] = {{timer_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
