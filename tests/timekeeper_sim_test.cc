@@ -1127,5 +1127,55 @@ TEST(TimekeeperSim, CoarseClocksNeverGoBackAcrossATurnOnHeldUp) {
   }
 }
 
+// The tick loop's order on a step (src/lib/tick_loop.cc): clock_was_set() publishes it, the
+// notification is re-armed, and recheck_clock_was_set() looks once more, for a step made in
+// between (which the re-armed notification would not report). The recheck publishes only
+// such a step: publishing an unmoved REALTIME again sends readers round the seqlock for
+// nothing, and came, measured per step, before the first reader met the first publish.
+std::int64_t page_realtime(const page& p, world& w) {
+  const auto counter_read = w.reader_counter(0);
+  const auto kernel_read = w.reader_kernel(CLOCK_REALTIME);
+  return detail::read_fast<clock_kind::realtime>(p, counter_read, [&]() noexcept {
+    return detail::read_careful<clock_kind::realtime>(p, counter_read, kernel_read);
+  });
+}
+
+TEST(TimekeeperSim, ARecheckAfterAStepPublishesOnlyAnotherStep) {
+  const machine vm = typical_vm();
+  const std::int64_t first = 5 * ns_per_s;
+  const std::int64_t second = first + 2 * ns_per_ms;
+  world w(vm.counter, vm.kernel, vm.noise,
+          {ev::step(first, 500 * ns_per_us), ev::step(second, -300 * ns_per_us)}, 1);
+  auto p = std::make_unique<page>();
+  const timekeeper_config config;
+  timekeeper tk(*p, w, config);
+  tk.start();
+  for (std::int64_t next = w.now() + config.tick_ns; next < first; next += config.tick_ns) {
+    w.advance_to(next);
+    tk.tick();
+  }
+  ASSERT_EQ(p->mode_reason, 0u) << "not calibrated before the step";
+  constexpr std::int64_t agree_ns = 2 * ns_per_us;  // the sim's bracket noise, widely
+
+  w.advance_to(first + 100 * ns_per_us);
+  ASSERT_TRUE(w.clock_was_set_pending());
+  w.ack_clock_was_set();
+  const std::uint64_t before = p->updates;
+  tk.clock_was_set();
+  EXPECT_EQ(p->updates, before + 1) << "the step is published";
+  EXPECT_LE(std::llabs(page_realtime(*p, w) - w.kernel_now(CLOCK_REALTIME)), agree_ns);
+  tk.recheck_clock_was_set();
+  EXPECT_EQ(p->updates, before + 1) << "REALTIME did not move again: nothing to publish";
+  EXPECT_LE(std::llabs(page_realtime(*p, w) - w.kernel_now(CLOCK_REALTIME)), agree_ns);
+
+  // A step between the first call and the recheck (the re-arm): published.
+  w.advance_to(second + 100 * ns_per_us);
+  ASSERT_TRUE(w.clock_was_set_pending());
+  w.ack_clock_was_set();
+  tk.recheck_clock_was_set();
+  EXPECT_EQ(p->updates, before + 2) << "the second step is published";
+  EXPECT_LE(std::llabs(page_realtime(*p, w) - w.kernel_now(CLOCK_REALTIME)), agree_ns);
+}
+
 }  // namespace
 }  // namespace vclock::sim

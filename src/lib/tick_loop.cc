@@ -90,7 +90,7 @@ bool tick_loop::run_once(pthread_mutex_t* lock) noexcept {
     tk_.clock_was_set();
     close(fd_);
     fd_ = open_clock_was_set_fd();
-    tk_.clock_was_set();
+    tk_.recheck_clock_was_set();
   } else {
     tk_.tick();
   }

@@ -381,7 +381,11 @@ void timekeeper::tick() noexcept {
 // does those, and confirms the offset with a careful measurement. A resume
 // (BOOTTIME moved) or a leap second (TAI-UTC moved), rare and subtle, take
 // the full path at once.
-void timekeeper::clock_was_set() noexcept {
+void timekeeper::clock_was_set() noexcept { mirror_step(true); }
+
+void timekeeper::recheck_clock_was_set() noexcept { mirror_step(false); }
+
+void timekeeper::mirror_step(bool publish_unmoved) noexcept {
   recheck_offsets_ = true;
   disrupted_ = true;  // until the next tick reads the source again
   if (state_ != state::running || !have_last_) {
@@ -395,7 +399,8 @@ void timekeeper::clock_was_set() noexcept {
     return;
   }
   if (std::llabs(measured.realtime - offsets_.realtime) <= noise) {
-    publish(false);  // set to (about) the time it had: only the bound's status changes
+    // Set to (about) the time it had: only the bound's status changes.
+    if (publish_unmoved) publish(false);
     return;
   }
   offsets_.realtime = measured.realtime;

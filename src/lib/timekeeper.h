@@ -78,6 +78,12 @@ class timekeeper {
   // (TFD_TIMER_CANCEL_ON_SET fired): re-measure the offsets now. A plain
   // REALTIME step costs one narrow offset measurement and a publish.
   void clock_was_set() noexcept;
+  // After clock_was_set() and the notification's re-arm: the same, for a
+  // step made between the two, but with no publish where REALTIME did not
+  // move again (clock_was_set() published that state): a second publish
+  // would only send readers round again, and on two CPUs may come before
+  // the first reader sees the first.
+  void recheck_clock_was_set() noexcept;
 
   // Stops the counter path for good (VCLOCK_DISABLE, untrusted counter).
   void disable(fallback_reason why) noexcept;
@@ -161,6 +167,8 @@ class timekeeper {
   void repair_half_written_update() noexcept;
   clock_sample sample(clockid_t clock) noexcept;
   offsets measure_offsets(int tries) noexcept;
+  // clock_was_set() (publish_unmoved) and recheck_clock_was_set().
+  void mirror_step(bool publish_unmoved) noexcept;
   void calibrate_step(const clock_sample& mono, const clock_sample& raw) noexcept;
   void run_step(const clock_sample& mono, const clock_sample& raw) noexcept;
   bool rate_kept(const clock_sample& before, const clock_sample& now,
