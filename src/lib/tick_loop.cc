@@ -23,37 +23,37 @@
 namespace vclock {
 namespace {
 
-// A timerfd that the kernel cancels whenever REALTIME is set or the system
-// resumes. -1 if unavailable.
-int open_clock_was_set_fd() noexcept {
-  const int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+// A timerfd on `clock`, armed as `when` (absolute). -1 if unavailable.
+// Made with the system calls themselves: in a process under the shim,
+// libc's names are the shim's, which put a timer of the process's virtual
+// time (--rate, --frozen, an offset) under the one asked for, and re-arm it
+// when the namespace changes; these timers are the host's.
+int open_real_timerfd(clockid_t clock, int flags, const itimerspec& when) noexcept {
+  const int fd = static_cast<int>(syscall(SYS_timerfd_create, clock, TFD_NONBLOCK | TFD_CLOEXEC));
   if (fd < 0) return -1;
-  itimerspec far{};
-  far.it_value.tv_sec = std::int64_t{1} << 40;  // never expires
-  if (timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &far, nullptr) != 0) {
+  if (syscall(SYS_timerfd_settime, fd, TFD_TIMER_ABSTIME | flags, &when, nullptr) != 0) {
     close(fd);
     return -1;
   }
   return fd;
 }
 
+// A timerfd that the kernel cancels whenever REALTIME is set or the system
+// resumes. -1 if unavailable.
+int open_clock_was_set_fd() noexcept {
+  itimerspec far{};
+  far.it_value.tv_sec = std::int64_t{1} << 40;  // never expires
+  return open_real_timerfd(CLOCK_REALTIME, TFD_TIMER_CANCEL_ON_SET, far);
+}
+
 // A timerfd expiring every `period_ns` of MONOTONIC from one period after
-// `start_ns`. -1 if unavailable. Made with the system calls themselves: the
-// shim's timerfd_create and timerfd_settime would put a timer of its
-// process's virtual time (--rate, --frozen) under this real one.
+// `start_ns`. -1 if unavailable.
 int open_period_fd(std::int64_t start_ns, std::int64_t period_ns) noexcept {
-  const int fd =
-      static_cast<int>(syscall(SYS_timerfd_create, CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
-  if (fd < 0) return -1;
   const std::int64_t first_ns = start_ns + period_ns;
   itimerspec every{};
   every.it_value = {first_ns / detail::ns_per_s, first_ns % detail::ns_per_s};
   every.it_interval = {period_ns / detail::ns_per_s, period_ns % detail::ns_per_s};
-  if (syscall(SYS_timerfd_settime, fd, TFD_TIMER_ABSTIME, &every, nullptr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
+  return open_real_timerfd(CLOCK_MONOTONIC, 0, every);
 }
 
 // True if the clock was set since the timerfd was armed. It then stays
